@@ -1,0 +1,32 @@
+# The two commands a fresh clone needs: `make run` (the server on the embedded default)
+# and `make test` (the whole suite). Both create .venv on first use.
+PY ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.setup-done
+
+.PHONY: setup run test test-fast lint clean
+
+$(STAMP): pyproject.toml scripts/install_models.py
+	@test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --upgrade pip
+	$(VPY) -m pip install --quiet -e '.[test]'
+	$(VPY) scripts/install_models.py
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	@exec $(VPY) -m mcp_front
+
+test: $(STAMP)
+	@bash scripts/run_tests.sh
+
+test-fast: $(STAMP)
+	@bash scripts/run_tests.sh -m "not slow"
+
+lint: $(STAMP)
+	$(VPY) -m ruff check protocol mcp_front rag_worker scripts tests
+
+clean:
+	rm -rf $(VENV) tests/clients/node_modules

@@ -1,0 +1,179 @@
+"""The tool catalogue: declared once, it drives `tools/list`, argument validation, routing
+to worker methods, timeouts, aliases and the README's tool table.
+
+A tool's `inputSchema` is its worker method's `params_schema` and its `outputSchema`
+the method's `result_schema` (both in `protocol.methods`), unless the front answers the
+tool itself (health), so no schema is written twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+import mcp.types as types
+
+from protocol import ErrorCode, MethodSpec, RagError
+from protocol import methods as m
+from protocol.schema import Schema
+from mcp_front.health import HEALTH_OUTPUT_SCHEMA
+
+INGEST_TIMEOUT = 600.0
+MAX_ERROR_DETAIL = 300
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One MCP tool and how the front serves it."""
+
+    name: str
+    title: str
+    description: str
+    method: MethodSpec
+    read_only: bool
+    destructive: bool = False
+    idempotent: bool = False
+    aliases: tuple[str, ...] = ()
+    timeout: float | None = None  # None: LIGHTRAG_MCP_CALL_TIMEOUT
+    output_schema: Schema | None = None
+    debug_only: bool = False
+
+    @property
+    def input_schema(self) -> Schema:
+        return self.method.params_schema
+
+    def to_mcp(self, name: str | None = None) -> types.Tool:
+        return types.Tool(
+            name=name or self.name,
+            title=self.title,
+            description=self.description,
+            input_schema=self.input_schema,
+            output_schema=self.output_schema or self.method.result_schema,
+            annotations=types.ToolAnnotations(
+                title=self.title,
+                read_only_hint=self.read_only,
+                destructive_hint=self.destructive,
+                idempotent_hint=self.idempotent,
+                open_world_hint=False,
+            ),
+        )
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="lightrag_health_check",
+        title="Knowledge base health",
+        description=(
+            "Check whether the LightRAG knowledge base is up: overall status (healthy / degraded / "
+            "unhealthy), the worker process (state, pid, uptime, restarts, memory, ping latency) and, "
+            "with check_dependencies, a live open of your knowledge base. Call it when another tool "
+            "fails with SERVICE_UNAVAILABLE or WORKER_RESTARTED, or before a long ingestion."
+        ),
+        method=m.HEALTH,
+        read_only=True,
+        idempotent=True,
+        aliases=("health_check",),
+        timeout=30.0,
+        output_schema=HEALTH_OUTPUT_SCHEMA,
+    ),
+    Tool(
+        name="lightrag_debug",
+        title="Fault injection (tests only)",
+        description="Test-only fault injection: sleep, burn CPU, print, crash or block the worker.",
+        method=m.DEBUG,
+        read_only=False,
+        destructive=True,
+        debug_only=True,
+    ),
+)
+
+PROFILES: dict[str, str] = {
+    "default": "every canonical tool, no aliases",
+    "all": "every canonical tool and every alias",
+}
+
+
+class Catalogue:
+    """Lookup, listing and validation over TOOLS for one configuration."""
+
+    def __init__(self, tools: Iterable[Tool], *, profile: str = "default", debug: bool = False) -> None:
+        self._tools = [tool for tool in tools if debug or not tool.debug_only]
+        self._by_name: dict[str, Tool] = {}
+        for tool in self._tools:
+            for name in (tool.name, *tool.aliases):
+                self._by_name[name] = tool
+        self._advertised = self._advertised_names(profile)
+        self._validators = {
+            tool.name: jsonschema.Draft202012Validator(tool.input_schema) for tool in self._tools
+        }
+
+    def _advertised_names(self, profile: str) -> list[str]:
+        if profile == "default":
+            return [tool.name for tool in self._tools]
+        if profile == "all":
+            return [name for tool in self._tools for name in (tool.name, *tool.aliases)]
+        names = [part.strip() for part in profile.split(",") if part.strip()]
+        unknown = [name for name in names if name not in self._by_name]
+        if unknown:
+            raise ValueError(
+                f"LIGHTRAG_MCP_TOOLS names unknown tools: {', '.join(unknown)} "
+                f"(profiles: {', '.join(PROFILES)}, or a comma list of tool names)"
+            )
+        return names
+
+    @property
+    def tools(self) -> list[Tool]:
+        return list(self._tools)
+
+    def lookup(self, name: str) -> Tool | None:
+        return self._by_name.get(name)
+
+    def list_tools(self) -> list[types.Tool]:
+        return [self._by_name[name].to_mcp(name) for name in self._advertised]
+
+    def validate(self, tool: Tool, arguments: dict[str, Any]) -> None:
+        """Raise INVALID_PARAMETER with a message the model can fix its call from."""
+        errors = sorted(self._validators[tool.name].iter_errors(arguments), key=lambda e: list(e.path))
+        if not errors:
+            return
+        problems = [_describe(error) for error in errors[:5]]
+        raise RagError(
+            ErrorCode.INVALID_PARAMETER,
+            f"Invalid arguments for {tool.name}: " + "; ".join(problems),
+            suggested_action="Fix the arguments as described and call the tool again.",
+            details={"problems": problems},
+        )
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = "/".join(str(part) for part in error.absolute_path) or "(arguments)"
+    validator = error.validator
+    if validator == "additionalProperties":
+        allowed = sorted((error.schema.get("properties") or {}).keys())
+        extra = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
+        return f"{where}: unknown field(s) {', '.join(extra)}; allowed: {', '.join(allowed) or 'none'}"
+    if validator == "required":
+        return f"{where}: {error.message}"
+    if validator in {"maxLength", "minLength", "maxItems", "minItems", "maximum", "minimum"}:
+        return f"{where}: must satisfy {validator} {error.validator_value}"
+    if validator == "enum":
+        return f"{where}: must be one of {', '.join(map(str, error.validator_value))}"
+    if validator == "type":
+        return f"{where}: must be of type {error.validator_value}"
+    # Other messages may quote the (possibly huge) value: bound them.
+    text = error.message
+    return f"{where}: {text[:MAX_ERROR_DETAIL]}{'…' if len(text) > MAX_ERROR_DETAIL else ''}"
+
+
+def tools_markdown(tools: Iterable[Tool]) -> str:
+    """The README's tool table, generated from the catalogue."""
+    rows = ["| tool | aliases | what it does | read-only |", "|---|---|---|---|"]
+    for tool in tools:
+        if tool.debug_only:
+            continue
+        aliases = ", ".join(f"`{alias}`" for alias in tool.aliases) or "—"
+        summary = tool.description.split(". ")[0].rstrip(".") + "."
+        rows.append(f"| `{tool.name}` | {aliases} | {summary} | {'yes' if tool.read_only else 'no'} |")
+    return "\n".join(rows)

@@ -1,0 +1,87 @@
+"""`lightrag_health_check`, answered by the front: it works even with the worker down."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from protocol import ErrorCode, RagError
+from protocol import methods as m
+from protocol.schema import array, number, obj, open_object, string
+
+FRONT_VERSION = "0.1.0"
+WORKER_HEALTH_TIMEOUT = 20.0
+
+HEALTH_OUTPUT_SCHEMA = obj(
+    {
+        "status": string(enum=["healthy", "degraded", "unhealthy"]),
+        "version": string(max_length=32),
+        "uptime_s": number(maximum=1e9),
+        "workspace": string(max_length=128),
+        "identity_source": string(enum=["param", "meta", "env", "default"]),
+        "components": open_object("front, worker and (with check_dependencies) workspace state"),
+        "worker_details": open_object("What the worker reports about itself, when it is reachable."),
+        "notes": array(string(max_length=2000), max_items=50),
+    },
+    closed=False,
+)
+
+CallWorker = Callable[[str, dict[str, Any], float], Awaitable[Any]]
+
+
+async def health_check(
+    *,
+    supervisor: Any,
+    started: float,
+    workspace: str,
+    identity_source: str,
+    arguments: dict[str, Any],
+    call_worker: CallWorker,
+    front_rss_mb: float,
+) -> dict[str, Any]:
+    """Combine the supervisor's view with the worker's own report (when it answers)."""
+    worker = supervisor.snapshot()
+    notes: list[str] = []
+    components: dict[str, Any] = {
+        "front": {"status": "running", "pid": os.getpid(), "rss_mb": front_rss_mb},
+        "worker": worker,
+    }
+    status = "healthy"
+    details: dict[str, Any] = {}
+    if supervisor.is_ready:
+        try:
+            timeout = WORKER_HEALTH_TIMEOUT if arguments.get("check_dependencies") else 5.0
+            details = await call_worker(m.HEALTH.name, arguments, timeout)
+            components.update(details.pop("components", {}) or {})
+            notes.extend(details.pop("notes", []) or [])
+            if details.get("status") != "healthy":
+                status = "degraded"
+        except RagError as exc:
+            status = "degraded"
+            notes.append(f"The worker did not complete the health check: {exc.code.value}: {exc.message}")
+            if exc.code == ErrorCode.WORKSPACE_BUSY:
+                components["workspace"] = {"status": "busy", "workspace": workspace}
+    elif worker["state"] in {"starting", "restarting"}:
+        status = "degraded"
+        notes.append(f"The worker is {worker['state']}; calls wait for it briefly.")
+    else:
+        status = "unhealthy"
+        notes.append(
+            "The worker is unavailable after repeated failures; calls fail fast until a probe restart succeeds."
+            if worker["state"] == "circuit_open"
+            else f"The worker is {worker['state']}."
+        )
+    if worker.get("last_failure") and status != "healthy":
+        notes.append(f"Last worker failure: {worker['last_failure']}.")
+    return {
+        "status": status,
+        "version": FRONT_VERSION,
+        "uptime_s": round(time.monotonic() - started, 3),
+        "workspace": workspace,
+        "identity_source": identity_source,
+        "components": components,
+        "worker_details": details,
+        "notes": notes,
+    }

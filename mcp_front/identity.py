@@ -1,0 +1,91 @@
+"""Who is calling, and which workspace that means (SPEC §3).
+
+Order: `userId` beside `name`/`arguments` in the raw `tools/call` params (patched
+LibreChat), `_meta["lightrag/userId"]`, `LIGHTRAG_MCP_USER_ID` (the administrator's word),
+else the default workspace.  When the environment names a user, a call naming a
+different one is refused: it is served from neither workspace.  Identity never comes from
+tool arguments, which the model writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from protocol import ErrorCode, RagError
+
+META_USER_KEY = "lightrag/userId"
+MAX_USER_ID_LENGTH = 256
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Identity:
+    user_id: str | None
+    source: str  # "param", "meta", "env" or "default"
+    workspace: str
+
+
+def _slug(text: str, length: int) -> str:
+    return _SLUG.sub("_", text.lower()).strip("_")[:length].strip("_")
+
+
+def workspace_for(user_id: str | None, default_workspace: str, knowledge_base: str | None = None) -> str:
+    """A workspace name safe for every storage backend (letters, digits, underscores).
+
+    A readable slug plus a hash of the exact id, so ids that slug alike (`Ann.B`, `ann_b`)
+    never share a workspace.  A named knowledge base nests inside the user's namespace.
+    """
+    if user_id is None:
+        base = _slug(default_workspace, 48) or "default"
+    else:
+        digest = hashlib.sha256(user_id.encode()).hexdigest()[:12]
+        base = f"u_{_slug(user_id, 32) or 'user'}_{digest}"
+    if knowledge_base:
+        digest = hashlib.sha256(knowledge_base.encode()).hexdigest()[:8]
+        base = f"{base}__kb_{_slug(knowledge_base, 24) or 'kb'}_{digest}"
+    return base
+
+
+def _clean_user_id(value: Any, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_USER_ID_LENGTH:
+        raise RagError(
+            ErrorCode.INVALID_PARAMETER,
+            f"The user id in {where} must be a non-empty string of at most {MAX_USER_ID_LENGTH} characters.",
+        )
+    if any(ord(ch) < 32 for ch in value):
+        raise RagError(ErrorCode.INVALID_PARAMETER, f"The user id in {where} contains control characters.")
+    return value.strip()
+
+
+def resolve_identity(
+    raw_params: Mapping[str, Any] | None,
+    meta: Mapping[str, Any] | None,
+    env_user_id: str,
+    default_workspace: str,
+) -> Identity:
+    """Resolve the caller; raises RagError(FORBIDDEN) when the call contradicts the environment."""
+    param_user = _clean_user_id((raw_params or {}).get("userId"), "the call's userId")
+    meta_user = _clean_user_id((meta or {}).get(META_USER_KEY), f"_meta[{META_USER_KEY!r}]")
+    env_user = env_user_id.strip() or None
+    if env_user is not None:
+        for claimed in (param_user, meta_user):
+            if claimed is not None and claimed != env_user:
+                raise RagError(
+                    ErrorCode.FORBIDDEN,
+                    "This server process serves one user; the call names a different user.",
+                    suggested_action="Do not retry; each user must use their own server process.",
+                )
+        return Identity(env_user, "env", workspace_for(env_user, default_workspace))
+    if param_user is not None:
+        if meta_user is not None and meta_user != param_user:
+            raise RagError(ErrorCode.FORBIDDEN, "The call's userId and _meta user id disagree.")
+        return Identity(param_user, "param", workspace_for(param_user, default_workspace))
+    if meta_user is not None:
+        return Identity(meta_user, "meta", workspace_for(meta_user, default_workspace))
+    return Identity(None, "default", workspace_for(None, default_workspace))

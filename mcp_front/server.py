@@ -1,0 +1,217 @@
+"""The MCP stdio server: list tools, validate and route calls, supervise the worker.
+
+Built on the SDK's low-level `Server` (handlers get the raw call params, where patched
+LibreChat puts `userId`).  The worker is started in the lifespan, in the background, so
+`initialize` and `tools/list` never wait for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from protocol import ErrorCode, RagError
+from protocol import methods as m
+from protocol.logs import correlation_id, setup_logging
+from protocol.settings import ConfigError, Settings, load_settings
+from mcp_front.catalogue import TOOLS, Catalogue, Tool, tools_markdown
+from mcp_front.health import FRONT_VERSION, health_check
+from mcp_front.identity import Identity, resolve_identity
+from mcp_front.results import error_result, tool_result
+from mcp_front.supervisor import WorkerSupervisor, front_rss_mb
+from mcp_front.worker_process import worker_command
+
+log = logging.getLogger("mcp_front")
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+INSTRUCTIONS = (
+    "LightRAG knowledge base: upload or point at documents, then query them. Each user has a "
+    "private knowledge base. Long indexing returns a track id: poll lightrag_get_status. "
+    "If a call fails with WORKER_RESTARTED or SERVICE_UNAVAILABLE, wait a few seconds and retry."
+)
+
+
+class FrontApp:
+    """The front's handlers and the state they share."""
+
+    def __init__(self, settings: Settings, catalogue: Catalogue, supervisor: WorkerSupervisor) -> None:
+        self.settings = settings
+        self.catalogue = catalogue
+        self.supervisor = supervisor
+        self.started = time.monotonic()
+
+    async def on_list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.catalogue.list_tools())
+
+    async def on_call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        cid = uuid.uuid4().hex[:12]
+        token = correlation_id.set(cid)
+        try:
+            tool = self.catalogue.lookup(params.name)
+            if tool is None:
+                raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name[:100]}")
+            try:
+                identity = resolve_identity(
+                    ctx.params, ctx.meta, self.settings.user_id, self.settings.default_workspace
+                )
+                arguments = params.arguments or {}
+                self.catalogue.validate(tool, arguments)
+                result = await self._serve(ctx, tool, identity, arguments, cid)
+                return tool_result(result)
+            except RagError as exc:
+                log.info("%s failed: %s", params.name, exc)
+                return error_result(exc, cid)
+            except Exception:
+                log.exception("%s failed unexpectedly", params.name)
+                return error_result(RagError(ErrorCode.INTERNAL_ERROR), cid)
+        finally:
+            correlation_id.reset(token)
+
+    async def _serve(
+        self,
+        ctx: ServerRequestContext[Any],
+        tool: Tool,
+        identity: Identity,
+        arguments: dict[str, Any],
+        cid: str,
+    ) -> dict[str, Any]:
+        progress_token = (ctx.meta or {}).get("progress_token")
+        envelope_context = {
+            "workspace": identity.workspace,
+            "correlation_id": cid,
+            "progress": progress_token is not None,
+        }
+        if identity.user_id is not None:
+            envelope_context["user_id"] = identity.user_id
+
+        async def call_worker(method: str, args: dict[str, Any], timeout: float) -> Any:
+            async def forward_progress(progress: float, total: float | None, message: str | None) -> None:
+                await ctx.session.report_progress(progress, total, message)
+
+            return await self.supervisor.call(
+                method,
+                {"context": envelope_context, "arguments": args},
+                timeout=timeout,
+                on_progress=forward_progress if progress_token is not None else None,
+            )
+
+        if tool.method is m.HEALTH:
+            return await health_check(
+                supervisor=self.supervisor,
+                started=self.started,
+                workspace=identity.workspace,
+                identity_source=identity.source,
+                arguments=arguments,
+                call_worker=call_worker,
+                front_rss_mb=front_rss_mb(),
+            )
+        result = await call_worker(tool.method.name, arguments, tool.timeout or self.settings.call_timeout)
+        if not isinstance(result, dict):
+            raise RagError(ErrorCode.INTERNAL_ERROR)
+        return result
+
+
+def worker_environment(settings: Settings) -> dict[str, str]:
+    """The worker inherits our environment, plus the project root on its import path."""
+    env = dict(os.environ)
+    paths = [str(PROJECT_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env["WORKING_DIR"] = settings.data_dir
+    return env
+
+
+def build_server(settings: Settings) -> tuple[Server[Any], FrontApp]:
+    catalogue = Catalogue(TOOLS, profile=settings.tools, debug=settings.debug_methods)
+    run_dir = Path(settings.data_dir) / "run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    supervisor = WorkerSupervisor(
+        settings,
+        worker_command(settings.worker_command),
+        env=worker_environment(settings),
+        cwd=str(run_dir),  # LightRAG reads ./.env and may write ./lightrag.log: keep that here
+    )
+    app = FrontApp(settings, catalogue, supervisor)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(supervisor.run)
+            try:
+                yield {}
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await supervisor.stop()
+                tg.cancel_scope.cancel()
+
+    server: Server[Any] = Server(
+        "lightrag-mcp",
+        version=FRONT_VERSION,
+        title="LightRAG knowledge base",
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        on_list_tools=app.on_list_tools,
+        on_call_tool=app.on_call_tool,
+    )
+    return server, app
+
+
+def load_env_file() -> None:
+    """Read `LIGHTRAG_MCP_ENV_FILE`, else the project's own `.env` (never the cwd's): real
+    environment variables win."""
+    configured = os.environ.get("LIGHTRAG_MCP_ENV_FILE")
+    path = Path(configured) if configured else PROJECT_ROOT / ".env"
+    if not path.is_file():
+        if configured:
+            raise ConfigError(f"LIGHTRAG_MCP_ENV_FILE={configured!r} is not a readable file")
+        return
+    from dotenv import dotenv_values
+
+    for key, value in dotenv_values(path).items():
+        if value is not None:
+            os.environ.setdefault(key, value)
+
+
+async def serve(settings: Settings) -> None:
+    server, _ = build_server(settings)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console script `lightrag-mcp` and `python -m mcp_front`."""
+    args = sys.argv[1:] if argv is None else argv
+    if "--version" in args:
+        sys.stderr.write(f"lightrag-mcp {FRONT_VERSION}\n")
+        return
+    if "--tools-markdown" in args:
+        sys.stdout.write(tools_markdown(TOOLS) + "\n")  # a docs helper: not the protocol
+        return
+    try:
+        load_env_file()
+        settings = load_settings()
+        Catalogue(TOOLS, profile=settings.tools, debug=settings.debug_methods)
+    except (ConfigError, ValueError) as exc:
+        sys.stderr.write(f"lightrag-mcp: configuration error: {exc}\n")
+        sys.exit(2)
+    setup_logging("mcp_front", settings.log_level)
+    try:
+        anyio.run(serve, settings)
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,149 @@
+"""The method catalogue of the worker pipe: names, parameter and result schemas.
+
+Two kinds of methods:
+
+* control methods (`ping`, `worker/status`, `worker/shutdown`) take plain params;
+* tool methods take the envelope ``{"context": CallContext, "arguments": {...}}``:
+  the front has already validated `arguments` against `params_schema` (which is also the
+  MCP tool's `inputSchema`) and resolved the caller's workspace into `context`.
+
+Notifications travel both ways: the worker announces `worker/ready` and reports
+`$/progress` for a request; the front sends `$/cancelRequest`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocol.schema import Schema, array, boolean, integer, number, obj, open_object, string
+
+# Notifications
+READY = "worker/ready"
+CANCEL = "$/cancelRequest"
+PROGRESS = "$/progress"
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One worker method: its name and the schemas of its arguments and result."""
+
+    name: str
+    params_schema: Schema
+    result_schema: Schema
+    tool_method: bool = True
+    debug_only: bool = False
+    description: str = ""
+
+
+CALL_CONTEXT = obj(
+    {
+        "workspace": string(max_length=128, min_length=1),
+        "user_id": string(max_length=256),
+        "correlation_id": string(max_length=64, min_length=1),
+        "progress": boolean("The client asked for progress notifications."),
+    },
+    required=["workspace", "correlation_id"],
+)
+
+VERSIONS = obj(
+    {
+        "worker": string(max_length=32),
+        "python": string(max_length=32),
+        "lightrag": string(max_length=32),
+        "protocol": integer(maximum=1000),
+    },
+    closed=False,
+)
+
+PROTOCOL_VERSION = 1
+
+# --- control methods -------------------------------------------------------------
+
+PING = MethodSpec(
+    "ping",
+    obj({}),
+    obj({"pong": boolean(), "pid": integer(maximum=2**31), "uptime_s": number(maximum=1e9)}, closed=False),
+    tool_method=False,
+)
+
+STATUS = MethodSpec(
+    "worker/status",
+    obj({}),
+    obj(
+        {
+            "pid": integer(maximum=2**31),
+            "uptime_s": number(maximum=1e9),
+            "rss_mb": number(maximum=1e7),
+            "versions": VERSIONS,
+            "requests_served": integer(maximum=2**62),
+            "in_flight": integer(maximum=2**31),
+            "threads_busy": integer(maximum=10_000),
+            "threads_limit": integer(maximum=10_000),
+            "workspaces_open": array(string(max_length=128), max_items=10_000),
+        },
+        closed=False,
+    ),
+    tool_method=False,
+)
+
+SHUTDOWN = MethodSpec("worker/shutdown", obj({}), obj({}, closed=False), tool_method=False)
+
+READY_PARAMS = obj(
+    {
+        "pid": integer(maximum=2**31),
+        "versions": VERSIONS,
+        "methods": array(string(max_length=64), max_items=1000),
+        "startup_s": number(maximum=1e6),
+    },
+    closed=False,
+)
+
+# --- tool methods ----------------------------------------------------------------
+
+HEALTH = MethodSpec(
+    "system/health",
+    obj(
+        {
+            "include_detailed": boolean(
+                "Include per-component details and configuration summary.", default=False
+            ),
+            "check_dependencies": boolean(
+                "Actively open the caller's knowledge base (storages, embedding model) and time it.",
+                default=False,
+            ),
+        }
+    ),
+    obj(
+        {
+            "status": string(enum=["healthy", "degraded", "unhealthy"]),
+            "pid": integer(maximum=2**31),
+            "uptime_s": number(maximum=1e9),
+            "rss_mb": number(maximum=1e7),
+            "versions": VERSIONS,
+            "workspaces_open": array(string(max_length=128), max_items=10_000),
+            "components": open_object("Per-component state."),
+            "notes": array(string(max_length=2000), max_items=50),
+        },
+        closed=False,
+    ),
+    description="Worker-side health: versions, memory, and (on request) a live workspace probe.",
+)
+
+# Fault-injection methods for the test suite; the worker serves them only when
+# LIGHTRAG_MCP_DEBUG_METHODS=1 and the front advertises the debug tool only then.
+DEBUG = MethodSpec(
+    "debug/run",
+    obj(
+        {
+            "action": string(enum=["sleep", "cpu", "print", "crash", "block", "garbage", "echo"]),
+            "seconds": number(maximum=3600, default=0),
+            "text": string(max_length=10_000_000, default=""),
+        },
+        required=["action"],
+    ),
+    open_object(),
+    debug_only=True,
+)
+
+METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (PING, STATUS, SHUTDOWN, HEALTH, DEBUG)}
+

@@ -1,0 +1,98 @@
+"""Small builders for the JSON Schemas of the method catalogue.
+
+Every string, array and number gets a bound (SPEC §4), and every object is closed
+(`additionalProperties: false`) unless it says otherwise, so a schema cannot forget them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+Schema = dict[str, Any]
+
+
+def _described(schema: Schema, description: str | None, default: Any = None) -> Schema:
+    if description:
+        schema["description"] = description
+    if default is not None:
+        schema["default"] = default
+    return schema
+
+
+def string(
+    description: str | None = None,
+    *,
+    max_length: int = 1000,
+    min_length: int = 0,
+    enum: Iterable[str] | None = None,
+    pattern: str | None = None,
+    default: str | None = None,
+) -> Schema:
+    schema: Schema = {"type": "string", "maxLength": max_length}
+    if min_length:
+        schema["minLength"] = min_length
+    if enum is not None:
+        schema["enum"] = list(enum)
+    if pattern is not None:
+        schema["pattern"] = pattern
+    return _described(schema, description, default)
+
+
+def integer(
+    description: str | None = None, *, minimum: int = 0, maximum: int, default: int | None = None
+) -> Schema:
+    return _described({"type": "integer", "minimum": minimum, "maximum": maximum}, description, default)
+
+
+def number(
+    description: str | None = None,
+    *,
+    minimum: float = 0.0,
+    maximum: float,
+    default: float | None = None,
+) -> Schema:
+    return _described({"type": "number", "minimum": minimum, "maximum": maximum}, description, default)
+
+
+def boolean(description: str | None = None, *, default: bool | None = None) -> Schema:
+    return _described({"type": "boolean"}, description, default)
+
+
+def array(items: Schema, description: str | None = None, *, max_items: int, min_items: int = 0) -> Schema:
+    schema: Schema = {"type": "array", "items": items, "maxItems": max_items}
+    if min_items:
+        schema["minItems"] = min_items
+    return _described(schema, description)
+
+
+def obj(
+    properties: Mapping[str, Schema],
+    description: str | None = None,
+    *,
+    required: Iterable[str] = (),
+    closed: bool = True,
+    max_properties: int | None = None,
+) -> Schema:
+    schema: Schema = {"type": "object", "properties": dict(properties)}
+    required = list(required)
+    if required:
+        schema["required"] = required
+    if closed:
+        schema["additionalProperties"] = False
+    if max_properties is not None:
+        schema["maxProperties"] = max_properties
+    return _described(schema, description)
+
+
+def nullable(schema: Schema) -> Schema:
+    """Allow null as well (for result fields that may be unknown)."""
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return {**schema, "type": [kind, "null"]}
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def open_object(description: str | None = None) -> Schema:
+    """An object whose members are not fixed (for results only, never for inputs)."""
+    return _described({"type": "object"}, description)

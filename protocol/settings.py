@@ -1,0 +1,149 @@
+"""The server's own settings (`LIGHTRAG_MCP_*`): one table drives parsing, `.env.example`
+and the README's configuration table.
+
+Both processes read the same environment (the worker inherits the front's), so a bad
+value fails at the front's start-up with one line naming the variable.  LightRAG's own
+variables (`WORKING_DIR`, `LLM_BINDING`, ...) are listed too, so the docs cover them,
+but their deeper validation belongs to the worker's engine.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(Exception):
+    """A setting has a bad value; the message names the variable and what it accepts."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: str
+    description: str
+    parse: Callable[[str, str], Any]
+    group: str = "server"
+
+
+def _int(low: int, high: int) -> Callable[[str, str], int]:
+    def parse(name: str, raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigError(f"{name}={raw!r} is not a whole number (expected {low}..{high})") from None
+        if not low <= value <= high:
+            raise ConfigError(f"{name}={value} is out of range (expected {low}..{high})")
+        return value
+
+    return parse
+
+
+def _float(low: float, high: float) -> Callable[[str, str], float]:
+    def parse(name: str, raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ConfigError(f"{name}={raw!r} is not a number (expected {low}..{high})") from None
+        if not low <= value <= high:
+            raise ConfigError(f"{name}={value} is out of range (expected {low}..{high})")
+        return value
+
+    return parse
+
+
+def _bool(name: str, raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off", ""}:
+        return False
+    raise ConfigError(f"{name}={raw!r} is not a boolean (use true or false)")
+
+
+def _text(name: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _dirs(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(part for part in raw.split(os.pathsep) if part.strip())
+
+
+def _log_level(name: str, raw: str) -> str:
+    level = raw.strip().upper() or "INFO"
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise ConfigError(f"{name}={raw!r} is not a log level (DEBUG, INFO, WARNING, ERROR)")
+    return level
+
+
+def default_data_dir() -> str:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return str(Path(base) / "lightrag-mcp")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("LIGHTRAG_MCP_USER_ID", "", "Fixed user for this process (LibreChat: \"{{LIBRECHAT_USER_ID}}\"). Calls naming another user are refused.", _text, "identity"),
+    Setting("LIGHTRAG_MCP_DEFAULT_WORKSPACE", "default", "Workspace used when no user id is known.", _text, "identity"),
+    Setting("LIGHTRAG_MCP_TOOLS", "default", "Advertised tools: a profile name or a comma list of tool names.", _text),
+    Setting("LIGHTRAG_MCP_CALL_TIMEOUT", "60", "Default per-call timeout in seconds (ingestion and export have longer ones).", _float(1, 3600), "supervision"),
+    Setting("LIGHTRAG_MCP_WAIT_SECONDS", "45", "How long an ingestion call waits for indexing before returning a track id.", _float(0, 3600)),
+    Setting("LIGHTRAG_MCP_PING_INTERVAL", "5", "Seconds between pings to the worker.", _float(0.05, 3600), "supervision"),
+    Setting("LIGHTRAG_MCP_PING_TIMEOUT", "3", "Seconds without a pong before the worker counts as hung.", _float(0.05, 3600), "supervision"),
+    Setting("LIGHTRAG_MCP_START_TIMEOUT", "60", "Seconds a starting worker has to announce readiness.", _float(1, 3600), "supervision"),
+    Setting("LIGHTRAG_MCP_READY_WAIT", "30", "Seconds a call waits for a (re)starting worker before failing.", _float(0, 3600), "supervision"),
+    Setting("LIGHTRAG_MCP_MAX_RESTARTS", "5", "Restarts allowed within LIGHTRAG_MCP_RESTART_WINDOW before the circuit opens.", _int(1, 1000), "supervision"),
+    Setting("LIGHTRAG_MCP_RESTART_WINDOW", "60", "Window in seconds for counting restarts.", _float(1, 86400), "supervision"),
+    Setting("LIGHTRAG_MCP_BACKOFF_INITIAL", "0.5", "First restart delay in seconds (doubles up to LIGHTRAG_MCP_BACKOFF_MAX).", _float(0, 600), "supervision"),
+    Setting("LIGHTRAG_MCP_BACKOFF_MAX", "30", "Longest restart delay in seconds.", _float(0, 3600), "supervision"),
+    Setting("LIGHTRAG_MCP_CIRCUIT_COOLDOWN", "30", "Seconds the circuit stays open before a probe restart.", _float(0, 3600), "supervision"),
+    Setting("LIGHTRAG_MCP_MAX_REQUESTS", "1000", "Recycle the worker gracefully after this many calls (0 = never).", _int(0, 10**9), "supervision"),
+    Setting("LIGHTRAG_MCP_MAX_RSS_MB", "0", "Recycle the worker gracefully when its RSS passes this many MB (0 = never).", _int(0, 10**7), "supervision"),
+    Setting("LIGHTRAG_MCP_WORKER_COMMAND", "", "Command that starts the worker (default: this Python with -m rag_worker).", _text, "worker"),
+    Setting("LIGHTRAG_MCP_WORKER_THREADS", "4", "Threads the worker uses for CPU-bound work (parsing, embedding, export).", _int(1, 256), "worker"),
+    Setting("LIGHTRAG_MCP_MAX_FRAME_MB", "64", "Largest message on the worker pipe, in MB.", _int(1, 1024), "worker"),
+    Setting("LIGHTRAG_MCP_MAX_FILE_MB", "10", "Largest uploaded file, in MB.", _float(0.001, 1024)),
+    Setting("LIGHTRAG_MCP_ALLOWED_DIRS", "", f"Directories (separated by '{os.pathsep}') from which server-side files may be ingested.", _dirs),
+    Setting("LIGHTRAG_MCP_LOG_LEVEL", "INFO", "Log level for both processes (logs go to stderr).", _log_level),
+    Setting("LIGHTRAG_MCP_DEBUG_METHODS", "false", "Serve fault-injection methods (tests only).", _bool, "worker"),
+    Setting("WORKING_DIR", "", "LightRAG data directory (default: $XDG_DATA_HOME/lightrag-mcp or ~/.local/share/lightrag-mcp).", _text, "lightrag"),
+)
+
+_BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+class Settings:
+    """Parsed settings; attribute names are the variable names without `LIGHTRAG_MCP_`, lower-cased."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = dict(values)
+
+    def __getattr__(self, item: str) -> Any:
+        key = item.upper()
+        for name in (f"LIGHTRAG_MCP_{key}", key):
+            if name in self._values:
+                return self._values[name]
+        raise AttributeError(item)
+
+    @property
+    def data_dir(self) -> str:
+        return str(self._values["WORKING_DIR"] or default_data_dir())
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Parse every setting from the environment; raises ConfigError naming the first bad one."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        raw = env.get(setting.name, setting.default)
+        values[setting.name] = setting.parse(setting.name, raw)
+    return Settings(values)
+
+
+def setting(name: str) -> Setting:
+    return _BY_NAME[name]

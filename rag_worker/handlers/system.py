@@ -1,0 +1,105 @@
+"""System methods: status, shutdown, health (with a live workspace probe), fault injection."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from typing import Any
+
+import anyio
+
+from rag_worker.context import RequestContext
+
+log = logging.getLogger("rag_worker.system")
+
+
+async def status(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
+    stats = state.limiter.statistics()
+    return {
+        "pid": os.getpid(),
+        "uptime_s": state.uptime(),
+        "rss_mb": state.rss_mb(),
+        "versions": state.versions(),
+        "requests_served": state.requests_served,
+        "in_flight": stats.tasks_waiting + stats.borrowed_tokens,
+        "threads_busy": stats.borrowed_tokens,
+        "threads_limit": int(stats.total_tokens),
+        "workspaces_open": state.workspaces_open(),
+    }
+
+
+async def shutdown(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Close every workspace, then end the process once the answer is out."""
+    await ctx.state.close()
+
+    async def _exit_soon() -> None:
+        await anyio.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    # Fire-and-forget on the loop: the response must be written before we exit.
+    import asyncio
+
+    asyncio.get_running_loop().create_task(_exit_soon())
+    return {}
+
+
+async def health(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
+    result: dict[str, Any] = {
+        "status": "healthy",
+        "pid": os.getpid(),
+        "uptime_s": state.uptime(),
+        "rss_mb": state.rss_mb(),
+        "versions": state.versions(),
+        "workspaces_open": state.workspaces_open(),
+        "components": {},
+        "notes": [],
+    }
+    if args.get("check_dependencies"):
+        started = time.perf_counter()
+        rag = await state.engines.get(ctx.workspace)
+        opened_ms = round((time.perf_counter() - started) * 1000, 1)
+        result["components"]["workspace"] = {
+            "status": "connected",
+            "workspace": ctx.workspace,
+            "open_ms": opened_ms,
+            "storages": {
+                "kv": type(rag.full_docs).__name__,
+                "vector": type(rag.chunks_vdb).__name__,
+                "graph": type(rag.chunk_entity_relation_graph).__name__,
+                "doc_status": type(rag.doc_status).__name__,
+            },
+            "embedding_dim": rag.embedding_func.embedding_dim,
+        }
+        result["workspaces_open"] = state.workspaces_open()
+    return result
+
+
+async def debug(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    """Fault injection for the test suite (served only with LIGHTRAG_MCP_DEBUG_METHODS=1)."""
+    action = args["action"]
+    seconds = float(args.get("seconds") or 0)
+    if action == "sleep":
+        await ctx.progress(0, 1, "sleeping")
+        await anyio.sleep(seconds)
+        await ctx.progress(1, 1, "done")
+    elif action == "cpu":
+        await ctx.run_cpu(_spin, seconds)
+    elif action == "block":
+        time.sleep(seconds)  # deliberately blocks the loop: the supervisor must see a hang
+    elif action == "print":
+        print(args.get("text") or "stray output from a library")  # must land on stderr
+    elif action == "garbage":
+        os.write(1, b"this is not json\n")  # fd 1 is stderr now: proves the guard
+    elif action == "crash":
+        os._exit(17)
+    return {"action": action, "pid": os.getpid(), "echo": args.get("text", "")}
+
+
+def _spin(seconds: float) -> None:
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        pass
