@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from protocol import ErrorCode, RagError
 from protocol import methods as m
 from protocol.logs import correlation_id, setup_logging
-from protocol.settings import ConfigError, Settings, load_settings
+from protocol.settings import ConfigError, Settings, env_example, load_settings, settings_markdown
 from mcp_front.catalogue import TOOLS, Catalogue, Tool, tools_markdown
 from mcp_front.health import FRONT_VERSION, health_check
 from mcp_front.identity import Identity, resolve_identity
@@ -200,8 +200,14 @@ def main(argv: list[str] | None = None) -> None:
     if "--version" in args:
         sys.stderr.write(f"lightrag-mcp {FRONT_VERSION}\n")
         return
-    if "--tools-markdown" in args:
-        sys.stdout.write(tools_markdown(TOOLS) + "\n")  # a docs helper: not the protocol
+    if "--tools-markdown" in args:  # docs helpers: they print and exit, no protocol runs
+        sys.stdout.write(tools_markdown(TOOLS) + "\n")
+        return
+    if "--settings-markdown" in args:
+        sys.stdout.write(settings_markdown() + "\n")
+        return
+    if "--env-example" in args:
+        sys.stdout.write(env_example())
         return
     try:
         load_env_file()

@@ -56,6 +56,7 @@ class WorkerSupervisor:
         self._changed = anyio.Event()
         self._stopping = False
         self._recycle_reason: str | None = None
+        self._recycle_wanted = anyio.Event()
         self._restart_times: deque[float] = deque()
         self.restarts_total = 0
         self.recycles_total = 0
@@ -137,6 +138,7 @@ class WorkerSupervisor:
             max_frame_bytes=self.settings.max_frame_mb * 1024 * 1024,
         )
         self._recycle_reason = None
+        self._recycle_wanted = anyio.Event()
         if self.state != "circuit_open":
             self._set_state("starting")
         async with anyio.create_task_group() as tg:
@@ -151,19 +153,7 @@ class WorkerSupervisor:
         return outcome
 
     async def _watch(self, worker: WorkerProcess) -> str:
-        with anyio.move_on_after(self.settings.start_timeout):
-            async with anyio.create_task_group() as race:
-
-                async def _ready() -> None:
-                    await worker.ready.wait()
-                    race.cancel_scope.cancel()
-
-                async def _exited() -> None:
-                    await worker.exited.wait()
-                    race.cancel_scope.cancel()
-
-                race.start_soon(_ready)
-                race.start_soon(_exited)
+        await _wait_any((worker.ready, worker.exited), self.settings.start_timeout)
         if not worker.ready.is_set() or worker.exited.is_set():
             reason = worker.exit_reason if worker.exited.is_set() else "the worker did not become ready in time"
             self.last_failure = reason
@@ -184,8 +174,7 @@ class WorkerSupervisor:
         """Ping until the worker dies, hangs, or must be recycled."""
         interval = self.settings.ping_interval
         while not self._stopping:
-            with anyio.move_on_after(interval):
-                await worker.exited.wait()
+            await _wait_any((worker.exited, self._recycle_wanted), interval)
             if worker.exited.is_set():
                 reason = worker.exit_reason or "the worker exited"
                 if self._stopping:
@@ -195,6 +184,9 @@ class WorkerSupervisor:
                 return "failed"
             if self._stopping:
                 break
+            if self._recycle_reason is not None:
+                await self._recycle(worker, self._recycle_reason)
+                return "recycled"
             rtt = await worker.ping(self.settings.ping_timeout)
             if rtt is None:
                 if worker.exited.is_set():
@@ -215,7 +207,7 @@ class WorkerSupervisor:
         if limit and self._recycle_reason is None:
             rss = worker.rss_mb()
             if rss is not None and rss > limit:
-                self._recycle_reason = f"worker RSS {rss:.0f} MB passed {limit} MB"
+                self.request_recycle(f"worker RSS {rss:.0f} MB passed {limit} MB")
 
     async def _recycle(self, worker: WorkerProcess, reason: str) -> None:
         """Drain in-flight calls, then stop the worker; `run` starts a fresh one."""
@@ -292,12 +284,14 @@ class WorkerSupervisor:
 
     def _count_call(self, worker: WorkerProcess) -> None:
         limit = self.settings.max_requests
-        if limit and worker.calls_started >= limit and self._recycle_reason is None:
-            self._recycle_reason = f"served {worker.calls_started} calls (limit {limit})"
+        if limit and worker.calls_started >= limit:
+            self.request_recycle(f"served {worker.calls_started} calls (limit {limit})")
 
     def request_recycle(self, reason: str) -> None:
-        """Ask for a graceful recycle at the next ping turn."""
-        self._recycle_reason = self._recycle_reason or reason
+        """Ask for a graceful recycle: drain, stop, start a fresh worker."""
+        if self._recycle_reason is None:
+            self._recycle_reason = reason
+            self._recycle_wanted.set()
 
     # --- shutdown and introspection ----------------------------------------------
 
@@ -329,6 +323,19 @@ class WorkerSupervisor:
             "bad_frames": worker.bad_frames if worker else 0,
             "versions": (worker.ready_info.get("versions") if worker else None) or {},
         }
+
+
+async def _wait_any(events: tuple[anyio.Event, ...], timeout: float) -> None:
+    """Return when any of `events` is set, or after `timeout` seconds."""
+    with anyio.move_on_after(timeout):
+        async with anyio.create_task_group() as tg:
+            for event in events:
+
+                async def _wait(event: anyio.Event = event) -> None:
+                    await event.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(_wait)
 
 
 def front_rss_mb() -> float:

@@ -169,10 +169,17 @@ class WorkerProcess:
         pending = PendingCall(method, on_progress)
         if self.exited.is_set():
             raise WorkerGone(self.exit_reason or "the worker has exited")
+        frame = encode_frame(Request(request_id, method, params).to_wire())
+        if len(frame) > self._max_frame:
+            raise RagError(
+                ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+                f"The request is {len(frame) / 2**20:.1f} MB; the limit is {self._max_frame / 2**20:.0f} MB.",
+                suggested_action="Send less data in one call (split the document or the batch).",
+            )
         self._pending[request_id] = pending
         self.calls_started += 1
         try:
-            await self._write(Request(request_id, method, params).to_wire())
+            await self._write_frame(frame)
         except WorkerGone:
             self._pending.pop(request_id, None)
             raise
@@ -219,9 +226,11 @@ class WorkerProcess:
     # --- pipe --------------------------------------------------------------------
 
     async def _write(self, message: dict[str, Any]) -> None:
+        await self._write_frame(encode_frame(message))
+
+    async def _write_frame(self, frame: bytes) -> None:
         if self._process is None or self._process.stdin is None or self.exited.is_set():
             raise WorkerGone(self.exit_reason or "the worker is not running")
-        frame = encode_frame(message)
         try:
             async with self._write_lock:
                 await self._process.stdin.send(frame)

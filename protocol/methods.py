@@ -138,6 +138,7 @@ DEBUG = MethodSpec(
             "action": string(enum=["sleep", "cpu", "print", "crash", "block", "garbage", "echo"]),
             "seconds": number(maximum=3600, default=0),
             "text": string(max_length=10_000_000, default=""),
+            "size": integer("Bytes of junk for the garbage action.", maximum=200_000_000, default=0),
         },
         required=["action"],
     ),

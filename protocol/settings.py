@@ -109,6 +109,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LIGHTRAG_MCP_LOG_LEVEL", "INFO", "Log level for both processes (logs go to stderr).", _log_level),
     Setting("LIGHTRAG_MCP_DEBUG_METHODS", "false", "Serve fault-injection methods (tests only).", _bool, "worker"),
     Setting("WORKING_DIR", "", "LightRAG data directory (default: $XDG_DATA_HOME/lightrag-mcp or ~/.local/share/lightrag-mcp).", _text, "lightrag"),
+    Setting("LLM_BINDING", "", "LLM for extraction and answers: openai, azure_openai or ollama (empty: the built-in extractor, no answers).", _text, "lightrag"),
+    Setting("LLM_MODEL", "", "LLM model name, e.g. gpt-4o-mini or qwen2.5:7b.", _text, "lightrag"),
+    Setting("LLM_BINDING_HOST", "", "LLM endpoint (any OpenAI-compatible base URL, or the Ollama host).", _text, "lightrag"),
+    Setting("LLM_BINDING_API_KEY", "", "LLM API key (never logged or returned).", _text, "lightrag"),
+    Setting("EMBEDDING_BINDING", "", "Embeddings: openai, azure_openai or ollama (empty: the packaged all-MiniLM-L6-v2).", _text, "lightrag"),
+    Setting("EMBEDDING_MODEL", "", "Embedding model name.", _text, "lightrag"),
+    Setting("EMBEDDING_DIM", "", "Embedding dimension of EMBEDDING_MODEL.", _text, "lightrag"),
+    Setting("EMBEDDING_BINDING_HOST", "", "Embedding endpoint.", _text, "lightrag"),
+    Setting("EMBEDDING_BINDING_API_KEY", "", "Embedding API key (never logged or returned).", _text, "lightrag"),
 )
 
 _BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -147,3 +156,24 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
 def setting(name: str) -> Setting:
     return _BY_NAME[name]
+
+
+def env_example() -> str:
+    """The text of `.env.example`, generated from SETTINGS."""
+    lines = ["# lightrag-mcp configuration. Every variable is optional; defaults shown.", ""]
+    for group in dict.fromkeys(item.group for item in SETTINGS):
+        lines += [f"# --- {group} ---"]
+        for item in SETTINGS:
+            if item.group == group:
+                lines += [f"# {item.description}", f"# {item.name}={item.default}"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def settings_markdown() -> str:
+    """The README's configuration table, generated from SETTINGS."""
+    rows = ["| variable | default | what it does |", "|---|---|---|"]
+    for item in SETTINGS:
+        default = f"`{item.default}`" if item.default else "—"
+        rows.append(f"| `{item.name}` | {default} | {item.description.replace('|', '/')} |")
+    return "\n".join(rows)

@@ -32,8 +32,10 @@ class WorkerState:
     settings: Settings
     limiter: anyio.CapacityLimiter
     notify: Notify
+    send_raw: Callable[[bytes], Awaitable[None]]
     started: float = field(default_factory=time.monotonic)
     requests_served: int = 0
+    requests_cancelled: int = 0
     lightrag_version: str = "unknown"
     engines: Any = None  # rag_worker.engine.EngineRegistry, created in warm_up()
 

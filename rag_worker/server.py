@@ -61,6 +61,7 @@ class WorkerServer:
             settings=settings,
             limiter=anyio.CapacityLimiter(settings.worker_threads),
             notify=self.notify,
+            send_raw=self._send_raw,
         )
 
     # --- output ------------------------------------------------------------------
@@ -77,6 +78,13 @@ class WorkerServer:
         assert self._writer is not None
         async with self._write_lock:
             self._writer.write(frame)
+            await self._writer.drain()
+
+    async def _send_raw(self, data: bytes) -> None:
+        """Write bytes to the protocol pipe as they are (fault injection only)."""
+        assert self._writer is not None
+        async with self._write_lock:
+            self._writer.write(data)
             await self._writer.drain()
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
@@ -176,6 +184,8 @@ class WorkerServer:
             with scope:
                 response = Response(request.id, await self._dispatch(request))
             if scope.cancelled_caught:
+                self.state.requests_cancelled += 1
+                log.info("request %s (%s) cancelled", request.id, request.method)
                 error = RagError(ErrorCode.REQUEST_CANCELLED)
                 response = Response(request.id, error=ErrorObject(JsonRpcCode.REQUEST_CANCELLED, error.message, error.to_data()))
         except RagError as exc:

@@ -55,6 +55,8 @@ async def health(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
         "rss_mb": state.rss_mb(),
         "versions": state.versions(),
         "workspaces_open": state.workspaces_open(),
+        "requests_served": state.requests_served,
+        "requests_cancelled": state.requests_cancelled,
         "components": {},
         "notes": [],
     }
@@ -93,10 +95,13 @@ async def debug(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     elif action == "print":
         print(args.get("text") or "stray output from a library")  # must land on stderr
     elif action == "garbage":
-        os.write(1, b"this is not json\n")  # fd 1 is stderr now: proves the guard
+        # Straight onto the protocol pipe: the front must skip these lines and keep serving.
+        await ctx.state.send_raw(b"this is not json\n{\"jsonrpc\": \"2.0\"}\n")
+        await ctx.state.send_raw(b"x" * int(args.get("size") or 0) + b"\n")
     elif action == "crash":
         os._exit(17)
-    return {"action": action, "pid": os.getpid(), "echo": args.get("text", "")}
+    padding = "z" * int(args.get("size") or 0) if action == "echo" else ""
+    return {"action": action, "pid": os.getpid(), "echo": args.get("text", "") + padding}
 
 
 def _spin(seconds: float) -> None:

@@ -1,0 +1,343 @@
+"""The server against real MCP clients: the MCP Inspector CLI and the official TypeScript SDK
+(`Client` + `StdioClientTransport`, the stack LibreChat and VS Code build on).
+
+Both are pinned in tests/clients/package.json + package-lock.json; `scripts/run_tests.sh`
+runs `npm ci` there. Every server gets a private HOME; every client run has a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.conftest import PROJECT_ROOT, PYTHON, client_env
+
+pytestmark = [pytest.mark.slow, pytest.mark.clients]
+
+CLIENTS_DIR = PROJECT_ROOT / "tests" / "clients"
+TS_CLIENT = CLIENTS_DIR / "ts_client.mjs"
+INSPECTOR_PKG = CLIENTS_DIR / "node_modules" / "@modelcontextprotocol" / "inspector"
+SDK_PKG = CLIENTS_DIR / "node_modules" / "@modelcontextprotocol" / "sdk"
+SERVER = [PYTHON, "-m", "mcp_front"]
+RUN_TIMEOUT = 120.0
+HEALTH = "lightrag_health_check"
+
+NODE = shutil.which("node")
+if NODE is None or shutil.which("npx") is None:
+    pytest.skip("node/npx not on PATH: the real-client tests need Node.js", allow_module_level=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _node_modules() -> None:
+    missing = [str(p) for p in (INSPECTOR_PKG, SDK_PKG) if not (p / "package.json").is_file()]
+    if missing:
+        pytest.fail(
+            f"npm packages missing ({', '.join(missing)}): run `npm ci` in {CLIENTS_DIR} "
+            "(scripts/run_tests.sh does it when package-lock.json is newer than node_modules)",
+            pytrace=False,
+        )
+
+
+# --- helpers ---------------------------------------------------------------------
+
+
+def _inspector_bin() -> Path:
+    meta = json.loads((INSPECTOR_PKG / "package.json").read_text())
+    return INSPECTOR_PKG / meta["bin"]["mcp-inspector"]
+
+
+def _node_env(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(HOME=str(home), NO_UPDATE_NOTIFIER="1", NO_COLOR="1")
+    return env
+
+
+def _describe(proc: subprocess.CompletedProcess[str]) -> str:
+    return (
+        f"command: {proc.args!r}\nexit code: {proc.returncode}\n"
+        f"--- stdout ---\n{proc.stdout[-8000:]}\n--- stderr ---\n{proc.stderr[-8000:]}"
+    )
+
+
+def inspector(
+    home: Path, cwd: Path, method: str, *extra: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
+    """Run `inspector --cli --format json --method METHOD ... -- PY -m mcp_front` in `cwd`.
+
+    The Inspector passes its own HOME/PATH/... to the server (the SDK's inherited-env
+    allow-list); anything else goes as `-e KEY=VALUE`.
+    """
+    server_env = client_env(home, **(env or {}))
+    flags = [
+        arg for key, value in server_env.items() if key.startswith("LIGHTRAG_") for arg in ("-e", f"{key}={value}")
+    ]
+    cmd = [NODE, str(_inspector_bin()), "--cli", "--format", "json", *flags, "--method", method, *extra, "--", *SERVER]
+    node_env = {**client_env(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "NO_UPDATE_NOTIFIER": "1"}
+    proc = subprocess.run(cmd, cwd=cwd, env=node_env, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    try:
+        doc = json.loads(proc.stdout) if proc.stdout.strip() else None
+    except json.JSONDecodeError:
+        doc = None
+    return proc, doc
+
+
+def ts_client(
+    home: Path,
+    steps: list[dict[str, Any]],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    expect_ok: bool = True,
+) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
+    """Run tests/clients/ts_client.mjs with a server on `client_env(home, **env)`."""
+    spec: dict[str, Any] = {
+        "server": {"command": SERVER[0], "args": SERVER[1:], "env": client_env(home, **(env or {}))},
+        "timeout_ms": 60_000,
+        "steps": steps,
+    }
+    if cwd is not None:
+        spec["server"]["cwd"] = str(cwd)
+    proc = subprocess.run(
+        [NODE, str(TS_CLIENT)],
+        input=json.dumps(spec),
+        cwd=CLIENTS_DIR,
+        env=_node_env(home),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+    )
+    try:
+        doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise AssertionError(f"ts_client printed no JSON document\n{_describe(proc)}") from None
+    assert doc.get("connected"), f"ts_client could not connect: {doc.get('error')}\n{_describe(proc)}"
+    if expect_ok:
+        bad = [step for step in doc["steps"] if not step.get("ok")]
+        assert proc.returncode == 0 and not bad, f"unexpected step outcome: {json.dumps(bad)[:4000]}\n{_describe(proc)}"
+    return doc, proc
+
+
+def _step(doc: dict[str, Any], label: str) -> dict[str, Any]:
+    for step in doc["steps"]:
+        if step["label"] == label:
+            return step
+    raise AssertionError(f"no step labelled {label!r} in {[s['label'] for s in doc['steps']]}")
+
+
+def _wait_healthy(label: str = "health", name: str = HEALTH) -> dict[str, Any]:
+    """A bounded poll: the worker starts in the background, so health says degraded at first."""
+    return {
+        "op": "call",
+        "label": label,
+        "name": name,
+        "arguments": {},
+        "until": {"path": "structuredContent.status", "equals": "healthy"},
+        "attempts": 60,
+        "interval_ms": 500,
+    }
+
+
+def _text(result: dict[str, Any]) -> str:
+    return "\n".join(block.get("text", "") for block in result.get("content", []) if block.get("type") == "text")
+
+
+def _assert_error_envelope(result: dict[str, Any], code: str, *, retryable: bool) -> None:
+    assert result.get("isError") is True, result
+    sc = result["structuredContent"]
+    assert sc["error_code"] == code, sc
+    assert sc["retryable"] is retryable, sc
+    for key in ("error_message", "suggested_action", "correlation_id"):
+        assert isinstance(sc[key], str) and sc[key], sc
+    text = _text(result)
+    assert code in text and sc["suggested_action"] in text, text  # LibreChat shows only `content`
+
+
+# --- MCP Inspector CLI --------------------------------------------------------------
+
+
+def test_inspector_lists_health_tool_with_schemas_and_annotations(home: Path, tmp_path: Path) -> None:
+    proc, doc = inspector(home, tmp_path, "tools/list")
+    assert proc.returncode == 0 and doc is not None, _describe(proc)
+    tools = {tool["name"]: tool for tool in doc["result"]["tools"]}
+    assert HEALTH in tools, _describe(proc)
+    health = tools[HEALTH]
+    assert health["inputSchema"]["type"] == "object"
+    assert set(health["inputSchema"]["properties"]) >= {"include_detailed", "check_dependencies"}
+    assert health["outputSchema"]["type"] == "object"
+    assert "status" in health["outputSchema"]["properties"]
+    assert health["annotations"]["readOnlyHint"] is True
+    assert "lightrag_debug" not in tools  # test-only tool hidden without LIGHTRAG_MCP_DEBUG_METHODS
+
+
+def test_inspector_calls_health(home: Path, tmp_path: Path) -> None:
+    proc, doc = inspector(home, tmp_path, "tools/call", "--tool-name", HEALTH)
+    assert proc.returncode == 0 and doc is not None, _describe(proc)
+    result = doc["result"]
+    assert result.get("isError") is False, _describe(proc)
+    sc = result["structuredContent"]
+    assert sc["status"] in {"healthy", "degraded"}, sc  # the worker may still be starting
+    assert {"front", "worker"} <= set(sc["components"]), sc
+    assert "state" in sc["components"]["worker"], sc
+    # LibreChat drops structuredContent: the text must carry the same answer.
+    assert json.loads(_text(result))["status"] == sc["status"]
+
+
+def test_inspector_unknown_tool_exits_5(home: Path, tmp_path: Path) -> None:
+    # The Inspector looks the name up in tools/list itself and never sends the call:
+    # exit 5 (TOOL_ERROR) with a `tool_not_found` envelope on stderr.
+    proc, _ = inspector(home, tmp_path, "tools/call", "--tool-name", "lightrag_no_such_tool")
+    assert proc.returncode == 5, _describe(proc)
+    assert "not found" in proc.stderr, _describe(proc)
+
+
+def test_inspector_invalid_arguments_give_is_error_naming_the_field(home: Path, tmp_path: Path) -> None:
+    # A number, not a string: the Inspector coerces *string* values to the schema's type
+    # even with --tool-args-json ("yes" for a boolean is sent as false), so a string would
+    # never reach the server as invalid.
+    proc, doc = inspector(
+        home, tmp_path, "tools/call", "--tool-name", HEALTH, "--tool-args-json", '{"include_detailed": 1}'
+    )
+    assert proc.returncode == 5, _describe(proc)  # isError result -> TOOL_ERROR
+    assert doc is not None, _describe(proc)
+    result = doc["result"]
+    _assert_error_envelope(result, "INVALID_PARAMETER", retryable=False)
+    assert "include_detailed" in _text(result), _describe(proc)
+
+
+# --- the official TypeScript SDK ------------------------------------------------------
+
+
+def test_ts_sdk_health_alias_schema_and_errors(home: Path) -> None:
+    doc, _ = ts_client(
+        home,
+        [
+            {"op": "list_tools"},
+            _wait_healthy(),
+            {"op": "call", "label": "alias", "name": "health_check", "arguments": {"include_detailed": True}},
+            {"op": "call", "label": "bad-args", "name": HEALTH, "arguments": {"include_detailed": "yes"}},
+            {"op": "call", "label": "unknown", "name": "lightrag_no_such_tool", "expect_error": True},
+            {"op": "ping"},
+        ],
+    )
+    assert doc["server"]["name"] == "lightrag-mcp"
+    assert "tools" in doc["server"]["capabilities"]
+    assert doc["server"]["instructions"]
+
+    tools = {tool["name"]: tool for tool in _step(doc, "list_tools")["result"]["tools"]}
+    schema = tools[HEALTH]["outputSchema"]
+    assert tools[HEALTH]["annotations"]["readOnlyHint"] is True
+
+    health = _step(doc, "health")
+    # No `error`: the SDK validated structuredContent against the advertised outputSchema
+    # (it does so after listTools) and did not throw. Double-check on our side.
+    assert "error" not in health and health["result"]["isError"] is False
+    sc = health["result"]["structuredContent"]
+    jsonschema.validate(sc, schema)
+    assert sc["status"] == "healthy" and sc["components"]["worker"]["state"] == "ready", sc
+
+    alias = _step(doc, "alias")
+    assert "error" not in alias, alias
+    assert alias["result"]["isError"] is False
+    jsonschema.validate(alias["result"]["structuredContent"], schema)
+    assert alias["result"]["structuredContent"]["status"] == "healthy"
+
+    # isError with structuredContent: the SDK validates it against the outputSchema too
+    # (see the report), so it must not throw here.
+    bad = _step(doc, "bad-args")
+    assert "error" not in bad, f"the TS SDK threw on an isError result: {bad['error']}"
+    _assert_error_envelope(bad["result"], "INVALID_PARAMETER", retryable=False)
+    assert "include_detailed" in _text(bad["result"])
+    jsonschema.validate(bad["result"]["structuredContent"], schema)
+
+    unknown = _step(doc, "unknown")
+    assert unknown["error"]["code"] == -32602, unknown
+    assert "lightrag_no_such_tool" in unknown["error"]["message"]
+
+
+def test_ts_sdk_error_results_pass_output_schema_validation(home: Path) -> None:
+    """The TS SDK validates structuredContent against outputSchema even on isError results:
+    every advertised tool's error envelope must pass its own outputSchema, or LibreChat/VS Code
+    get an exception instead of the error text."""
+    doc, _ = ts_client(
+        home,
+        [
+            {"op": "list_tools"},
+            _wait_healthy("before"),
+            {"op": "call_each", "label": "bad-args-everywhere", "arguments": {"__bogus__": 1}},
+            {"op": "call", "label": "crash", "name": "lightrag_debug", "arguments": {"action": "crash"}},
+            _wait_healthy("after"),
+        ],
+        env={"LIGHTRAG_MCP_DEBUG_METHODS": "1", "LIGHTRAG_MCP_TOOLS": "all"},
+    )
+    names = {tool["name"] for tool in _step(doc, "list_tools")["result"]["tools"]}
+    assert {HEALTH, "health_check", "lightrag_debug"} <= names
+
+    calls = _step(doc, "bad-args-everywhere")["calls"]
+    assert {call["name"] for call in calls} == names
+    for call in calls:
+        assert "error" not in call, f"{call['name']}: the TS SDK threw: {call['error']}"
+        _assert_error_envelope(call["result"], "INVALID_PARAMETER", retryable=False)
+        assert "__bogus__" in _text(call["result"]), call
+
+    crash = _step(doc, "crash")
+    assert "error" not in crash, f"the TS SDK threw on the crash result: {crash['error']}"
+    _assert_error_envelope(crash["result"], "WORKER_RESTARTED", retryable=True)
+
+    after = _step(doc, "after")["result"]["structuredContent"]
+    assert after["components"]["worker"]["restarts"] >= 1, after
+
+
+def test_ts_sdk_progress_notifications(home: Path) -> None:
+    doc, _ = ts_client(
+        home,
+        [
+            {"op": "list_tools"},
+            {
+                "op": "call",
+                "label": "sleep",
+                "name": "lightrag_debug",
+                "arguments": {"action": "sleep", "seconds": 1},
+                "progress": True,
+            },
+        ],
+        env={"LIGHTRAG_MCP_DEBUG_METHODS": "1"},
+    )
+    sleep = _step(doc, "sleep")
+    assert sleep["result"]["isError"] is False, sleep
+    progress = sleep["progress"]
+    assert len(progress) >= 1, sleep
+    values = [p["progress"] for p in progress]
+    assert values == sorted(values) and len(set(values)) == len(values), progress  # strictly increasing
+
+
+def test_librechat_launch_shape_writes_nothing_into_cwd(home: Path, tmp_path: Path) -> None:
+    """Absolute venv python, `-m mcp_front`, an unrelated cwd and only LibreChat's env."""
+    cwd = tmp_path / "unrelated-cwd"
+    cwd.mkdir()
+    doc, proc = ts_client(
+        home,
+        [
+            {"op": "list_tools"},
+            _wait_healthy(),
+            {"op": "call", "label": "deps", "name": HEALTH, "arguments": {"check_dependencies": True}},
+        ],
+        cwd=cwd,
+    )
+    names = [tool["name"] for tool in _step(doc, "list_tools")["result"]["tools"]]
+    assert names == [HEALTH], names  # the default profile: canonical names only, no debug tool
+    deps = _step(doc, "deps")["result"]
+    assert deps["isError"] is False, deps
+    assert deps["structuredContent"]["status"] == "healthy", deps["structuredContent"]
+
+    assert list(cwd.iterdir()) == [], f"the server wrote into its cwd: {list(cwd.iterdir())}\n{_describe(proc)}"
+    data = home / ".local" / "share" / "lightrag-mcp"
+    assert data.is_dir(), f"no data dir under HOME: {sorted(str(p) for p in home.rglob('*'))}"
+    assert any(data.iterdir()), "the data dir is empty"
+    assert (data / "default").is_dir(), sorted(str(p.relative_to(home)) for p in data.rglob("*"))

@@ -1,0 +1,64 @@
+"""The tool catalogue drives listing, validation, aliases and the README table."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_front.catalogue import TOOLS, Catalogue, tools_markdown
+from protocol import ErrorCode, RagError
+from tests.conftest import PROJECT_ROOT
+
+
+def test_default_profile_lists_canonical_tools_without_aliases_or_debug() -> None:
+    names = [tool.name for tool in Catalogue(TOOLS).list_tools()]
+    assert "lightrag_health_check" in names
+    assert "health_check" not in names and "lightrag_debug" not in names
+
+
+def test_aliases_route_to_the_canonical_tool() -> None:
+    catalogue = Catalogue(TOOLS)
+    assert catalogue.lookup("health_check") is catalogue.lookup("lightrag_health_check")
+    assert catalogue.lookup("lightrag_debug") is None
+
+
+def test_listed_tools_carry_schemas_and_annotations() -> None:
+    for tool in Catalogue(TOOLS, profile="all").list_tools():
+        assert tool.input_schema["type"] == "object"
+        assert tool.input_schema.get("additionalProperties") is False
+        assert tool.output_schema and tool.output_schema["type"] == "object"
+        assert tool.annotations is not None and tool.annotations.title
+        assert tool.annotations.read_only_hint is not None
+
+
+def test_a_comma_list_profile_and_an_unknown_name() -> None:
+    assert [t.name for t in Catalogue(TOOLS, profile="health_check").list_tools()] == ["health_check"]
+    with pytest.raises(ValueError, match="unknown tools: nope"):
+        Catalogue(TOOLS, profile="lightrag_health_check,nope")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        ({"include_detailed": "yes"}, "include_detailed: must be of type boolean"),
+        ({"colour": "red"}, "unknown field(s) colour"),
+    ],
+)
+def test_schema_violations_name_the_field(arguments: dict, fragment: str) -> None:
+    catalogue = Catalogue(TOOLS)
+    with pytest.raises(RagError) as caught:
+        catalogue.validate(catalogue.lookup("lightrag_health_check"), arguments)  # type: ignore[arg-type]
+    assert caught.value.code is ErrorCode.INVALID_PARAMETER
+    assert fragment in caught.value.message
+
+
+def test_huge_values_are_not_echoed_back() -> None:
+    catalogue = Catalogue(TOOLS, debug=True)
+    tool = catalogue.lookup("lightrag_debug")
+    with pytest.raises(RagError) as caught:
+        catalogue.validate(tool, {"action": "sleep" * 100_000})  # type: ignore[arg-type]
+    assert len(caught.value.message) < 1000
+
+
+def test_readme_tool_table_is_generated_from_the_catalogue() -> None:
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    assert tools_markdown(TOOLS) in readme, "regenerate with: python -m mcp_front --tools-markdown"
