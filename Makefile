@@ -5,7 +5,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-done
 
-.PHONY: setup run test test-fast lint clean
+.PHONY: setup run test test-fast lint clean docs
 
 $(STAMP): pyproject.toml scripts/install_models.py
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -30,3 +30,6 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) tests/clients/node_modules
+
+docs: $(STAMP)
+	$(VPY) scripts/gen_docs.py

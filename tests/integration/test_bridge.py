@@ -126,3 +126,21 @@ async def test_cpu_work_in_threads_leaves_pings_answered(home: Path) -> None:
                 tg.start_soon(client.call, "lightrag_debug", {"action": "cpu", "seconds": 2})
         health = await client.health()
         assert health["components"]["worker"]["pid"] == pid and health["components"]["worker"]["restarts"] == 0
+
+
+def test_bad_configuration_stops_the_front_with_one_line(home: Path) -> None:
+    import subprocess
+
+    from tests.conftest import PYTHON, client_env
+
+    done = subprocess.run(
+        [PYTHON, "-m", "mcp_front"],
+        env=client_env(home, LIGHTRAG_MCP_TOOLS="lightrag_health_check,nope"),
+        cwd=home,
+        capture_output=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2 and done.stdout == b""
+    lines = done.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and "LIGHTRAG_MCP_TOOLS" in lines[0]
