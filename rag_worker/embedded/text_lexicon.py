@@ -80,7 +80,9 @@ PERSON_ROLE_WORDS: frozenset[str] = frozenset(
     maintainer architect designer student analyst artist lead president
     programmer physicist chemist biologist mathematician economist journalist
     editor lawyer doctor physician nurse teacher lecturer inventor entrepreneur
-    investor officer employee intern contributor creator owner""".split()
+    investor officer employee intern contributor creator owner executive
+    spokesperson spokesman spokeswoman commissioner reporter secretary governor
+    mayor ambassador coach player actor actress singer chairperson""".split()
 )
 
 PERSON_VERBS: frozenset[str] = frozenset(

@@ -1,0 +1,291 @@
+"""Turn one chunk of text into units (sentences, headings, code declarations) and candidates.
+
+The first half of the built-in extractor: it walks Markdown structure (fences,
+headings, lists, tables, block quotes), raw source files, and LightRAG's heading
+breadcrumb, and records every entity mention with the sentence it occurs in.
+``text_entities`` then selects, describes and relates the candidates.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from . import text_lexicon as lx
+from .code_entities import (
+    code_ratio,
+    comment_text,
+    fence_language,
+    has_declaration,
+    is_code_line,
+    looks_like_code,
+    scan_code,
+)
+from .text_scan import bounded, clean_inline, scan_sentence, split_sentences
+
+MAX_NAME_CHARS = 100
+
+_FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})\s*([\w+#.-]*)")
+_HEADING_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
+_LIST_ITEM_RE = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_TABLE_RULE_RE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_HEADING_SYMBOLS_RE = re.compile(r"^[^\w(\"'`]+|[^\w)\"'`?!.]+$")  # emoji / decoration at the ends
+_HEADING_NUMBER_RE = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.)\s+")
+
+
+@dataclass
+class Unit:
+    """A sentence, heading or code declaration, with the entity keys it mentions."""
+
+    text: str  # cleaned text, used verbatim in descriptions
+    kind: str  # "prose", "heading" or "code"
+    section: int  # index of the governing heading unit, -1 for none
+    mentions: list[tuple[int, str]] = field(default_factory=list)  # (offset, entity key)
+
+
+@dataclass
+class Candidate:
+    """An entity candidate, merged case-insensitively across its mentions."""
+
+    key: str
+    name: str
+    category: str
+    strength: int  # confidence of the category: 0 guess, 1 context cue, 2 explicit
+    group: int  # 0 heading, 1 code declaration, 2 named entity, 3 weak mention
+    first: int
+    count: int = 0
+    tentative: bool = False
+    decl: str = ""  # fixed leading description (headings, code declarations)
+    level: int = 0  # heading level
+
+
+_OPENER = {")": "(", "]": "[", "}": "{"}
+_CLOSER = {"(": ")", "[": "]", "{": "}"}
+_NAME_EDGE_PUNCT = " \t.,;:!?\"'`"
+
+
+def _strip_name(name: str) -> str:
+    """Trim punctuation around a name, keeping brackets that are balanced inside it."""
+    name = name.strip(_NAME_EDGE_PUNCT)
+    while name and name[-1] in _OPENER and name.count(name[-1]) > name.count(_OPENER[name[-1]]):
+        name = name[:-1].rstrip()
+    while name and name[0] in _CLOSER and name.count(name[0]) > name.count(_CLOSER[name[0]]):
+        name = name[1:].lstrip()
+    if name.count("(") > name.count(")"):
+        name = name[: name.rfind("(")].rstrip()  # "Title (unclosed" -> "Title"
+    return bounded(name.strip(_NAME_EDGE_PUNCT), MAX_NAME_CHARS)
+
+
+class DocumentBuilder:
+    """Collects units, candidates and relations for one chunk of text."""
+
+    def __init__(self) -> None:
+        self.units: list[Unit] = []
+        self.cands: dict[str, Candidate] = {}
+        self.order = 0
+        self.code_rels: list[tuple[str, str, str, str]] = []  # (a, b, kind, description)
+        self.heading_stack: list[tuple[int, int]] = []  # (level, unit index)
+        self.subsections: list[tuple[int, int]] = []  # (parent unit, child unit)
+
+    # -- candidates ---------------------------------------------------------
+    def add(self, name: str, category: str, strength: int, group: int,
+            tentative: bool = False, decl: str = "", level: int = 0) -> str | None:
+        """Register one mention; returns the candidate key, or None for an unusable name."""
+        name = _strip_name(name)
+        if len(name) < 2 or not any(ch.isalpha() for ch in name):
+            return None
+        key = name.casefold()
+        self.order += 1
+        cand = self.cands.get(key)
+        if cand is None:
+            cand = Candidate(key, name, category, strength, group, self.order, tentative=tentative)
+            self.cands[key] = cand
+        else:
+            cand.tentative = cand.tentative and tentative
+            cand.group = min(cand.group, group)
+            if strength > cand.strength:
+                cand.category, cand.strength = category, strength
+        if decl and not cand.decl:
+            cand.decl, cand.level = decl, level
+        cand.count += 1
+        return key
+
+    def current_section(self) -> int:
+        """Unit index of the innermost open heading, -1 before the first one."""
+        return self.heading_stack[-1][1] if self.heading_stack else -1
+
+    # -- structure ----------------------------------------------------------
+    def add_heading(self, raw: str, level: int, synthetic_path: str = "") -> None:
+        """A heading: an entity (H1 = document title) that owns the text below it."""
+        text = _HEADING_NUMBER_RE.sub("", clean_inline(raw).replace("`", "")).strip().rstrip(":")
+        if not text or not any(ch.isalpha() for ch in text):
+            return
+        while self.heading_stack and self.heading_stack[-1][0] >= level:
+            self.heading_stack.pop()
+        parent = self.current_section()
+        if synthetic_path:
+            decl = f'Document section "{text}" (section path: {synthetic_path}).'
+        elif level == 1:
+            decl = f'"{text}" is the title of the document.'
+        else:
+            decl = f'"{text}" is a section heading of the document.'
+        category = lx.CONTENT if level == 1 and not synthetic_path else lx.CONCEPT
+        key = self.add(text, category, 1, 0, decl=decl, level=level)
+        if key is None:
+            return
+        index = len(self.units)
+        self.units.append(Unit(text, "heading", parent, [(0, key)]))
+        if parent >= 0:
+            self.subsections.append((parent, index))
+        self.heading_stack.append((level, index))
+
+    def add_prose(self, text: str) -> None:
+        """A paragraph, list item or table row: split into sentences and scanned."""
+        text = clean_inline(text)
+        if not text:
+            return
+        section = self.current_section()
+        for sentence in split_sentences(text):
+            mentions = scan_sentence(sentence)
+            unit = Unit(sentence, "prose", section)
+            for m in mentions:
+                key = self.add(m.name, m.category, m.strength, m.group, tentative=m.tentative)
+                if key is not None:
+                    unit.mentions.append((m.start, key))
+            self.units.append(unit)
+
+    def add_code(self, lines: list[str], language: str) -> None:
+        """A code block: its declarations become entities, its structure relations."""
+        section = self.current_section()
+        for decl in scan_code(lines, language):
+            lang = f"{decl.language} " if decl.language else ""
+            if decl.kind == "class":
+                what, category = f"{lang}class", lx.ARTIFACT
+            elif decl.kind == "method":
+                what, category = f"{lang}method of class {decl.parent}", lx.METHOD
+            else:
+                what, category = f"{lang}function", lx.METHOD
+            text = f"{decl.name} is a {what}, declared as `{decl.signature}`."
+            if decl.doc:
+                text += f" {decl.doc.rstrip('.')}."
+            key = self.add(decl.name, category, 2, 1, decl=text)
+            if key is None:
+                continue
+            self.units.append(Unit(text, "code", section, [(0, key)]))
+            if decl.parent:
+                self.code_rels.append((decl.parent, decl.name, "defines",
+                                       f"Class {decl.parent} defines the method {decl.name}: `{decl.signature}`."))
+            for callee in decl.calls:
+                self.code_rels.append((decl.name, callee, "calls",
+                                       f"Function {decl.name} calls {callee} in its body."))
+
+
+def _fence_info(line: str) -> tuple[str, str] | None:
+    """(fence marker, info string) of a fence line, else None."""
+    match = _FENCE_RE.match(line)
+    return (match.group(1), match.group(2)) if match else None
+
+
+def _starts_inside_fence(lines: list[str], fences: list[int]) -> bool:
+    """Whether the chunk was cut out of the middle of a fenced code block.
+
+    LightRAG chunks by tokens, so a chunk can begin inside a block: its first
+    fence then closes a block instead of opening one. A fence with an info string
+    (```bash) can only open a block (CommonMark), which settles most cases;
+    otherwise the text before the first fence is compared with the text after it.
+    """
+    infos = [_fence_info(lines[i]) or ("", "") for i in fences[:2]]
+    if not infos or infos[0][1]:
+        return False
+    if len(infos) > 1 and infos[1][1]:
+        return True
+    before = code_ratio(lines[: fences[0]])
+    after_end = fences[1] if len(fences) > 1 else len(lines)
+    return before >= 0.5 and before > code_ratio(lines[fences[0] + 1: after_end])
+
+
+def _heading_text(line: str) -> tuple[int, str] | None:
+    """Level and text of a Markdown heading line; None for shell/code comments."""
+    match = _HEADING_RE.match(line)
+    if not match:
+        return None
+    text = _HEADING_SYMBOLS_RE.sub("", match.group(2))
+    if len(text) > 100 or len(text.split()) > 12 or any(ch in text for ch in "=;${}<>\\"):
+        return None  # too long or code-like to be a title: keep it as text
+    return len(match.group(1)), text
+
+
+def _parse_source(builder: DocumentBuilder, lines: list[str]) -> None:
+    """A chunk of a raw source file: declarations, plus comments/docstrings as prose."""
+    builder.add_code(lines, "")
+    paragraph: list[str] = []
+    for line in lines + [""]:
+        text = comment_text(line) if line.strip() and not is_code_line(line) else ""
+        if text:
+            paragraph.append(text)
+        elif paragraph:
+            builder.add_prose(" ".join(paragraph))
+            paragraph.clear()
+
+
+def parse_document(builder: DocumentBuilder, text: str) -> None:
+    """Walk the lines: fences, headings, tables, list items, paragraphs."""
+    lines = text.split("\n")
+    fences = [i for i, line in enumerate(lines) if _FENCE_RE.match(line)]
+    if not fences and (looks_like_code(lines) or (has_declaration(lines) and code_ratio(lines) >= 0.2)):
+        _parse_source(builder, lines)
+        return
+    paragraph: list[str] = []
+    code: list[str] = []
+    code_lang = ""
+    fence = ""
+    if _starts_inside_fence(lines, fences):
+        fence = (_fence_info(lines[fences[0]]) or ("```", ""))[0]
+
+    def flush() -> None:
+        if paragraph:
+            builder.add_prose(" ".join(paragraph))
+            paragraph.clear()
+
+    for line in lines:
+        fence_match = _FENCE_RE.match(line)
+        if fence:
+            # A closing fence repeats the opening character, at least as long, with
+            # no info string (CommonMark); "```python" inside a block is content.
+            if fence_match and fence_match.group(1)[0] == fence[0] \
+                    and len(fence_match.group(1)) >= len(fence) and not fence_match.group(2):
+                builder.add_code(code, code_lang)
+                code, fence = [], ""
+            else:
+                code.append(line)
+            continue
+        if fence_match:
+            flush()
+            fence, code_lang = fence_match.group(1), fence_language(fence_match.group(2))
+            continue
+        stripped = line.strip()
+        heading = _heading_text(line)
+        if heading:
+            flush()
+            builder.add_heading(heading[1], heading[0])
+        elif not stripped:
+            flush()
+        elif stripped.startswith("|"):
+            flush()
+            if not _TABLE_RULE_RE.match(stripped):
+                cells = [c.strip() for c in stripped.strip("|").split("|") if c.strip()]
+                builder.add_prose("; ".join(cells) + ".")
+        elif _LIST_ITEM_RE.match(line):
+            flush()
+            paragraph.append(_LIST_ITEM_RE.sub("", line, count=1))
+        elif stripped.startswith(">"):
+            quoted = stripped.lstrip("> ").strip()
+            if quoted:
+                paragraph.append(quoted)
+            else:
+                flush()  # an empty quote line separates quoted paragraphs
+        else:
+            paragraph.append(stripped)
+    flush()
+    if fence and code:
+        builder.add_code(code, code_lang)  # unterminated fence: chunk cut inside a block

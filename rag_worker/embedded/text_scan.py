@@ -1,0 +1,389 @@
+"""Sentence-level text utilities of the built-in extractor.
+
+``clean_inline`` strips Markdown inline markup, ``split_sentences`` splits prose,
+and ``scan_sentence`` finds the entity mentions in one sentence: code identifiers
+first (they are masked so their parts are not read again as names), then runs of
+capitalised words, each classified by suffixes, a small gazetteer and the words
+around it. ``extract_query_keywords`` applies the same scan to a search query, and
+``merge_descriptions`` is the deterministic stand-in for LLM description summaries.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import text_lexicon as lx
+
+
+@dataclass(frozen=True)
+class Mention:
+    """One entity mention inside a sentence."""
+
+    start: int
+    name: str
+    category: str
+    strength: int  # 0 guess, 1 context cue, 2 explicit (suffix, title, gazetteer, code)
+    group: int  # 2 named entity / explicit identifier, 3 weak (acronym, single word)
+    tentative: bool = False  # sentence-initial single word, kept only if confirmed
+
+
+_IMAGE_RE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_LINK_RE = re.compile(r"\[([^\]]+)\]\((?:[^)(]|\([^)]*\))*\)")
+_REF_LINK_RE = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
+_HTML_TAG_RE = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
+_STRONG_RE = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_EM_STAR_RE = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
+_EM_UNDERSCORE_RE = re.compile(r"(?<![\w_])_(?=\S)([^_\n]+?)(?<=\S)_(?![\w_])")
+_STRIKE_RE = re.compile(r"~~(.+?)~~")
+
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?…])\s+(?=[\"'“‘(\[`*_]?[^\W_a-z])|(?<=[。！？])")
+_ABBREVIATION_END_RE = re.compile(
+    r"(?:\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|Sr|Jr|St|Mt|vs|No|Fig|Eq|approx|cf|e\.g|i\.e)|\b[A-Z])\.$"
+)
+_LONG_SENTENCE = 600
+
+_BACKTICK_RE = re.compile(r"`([^`\n]{1,120})`")
+_URL_RE = re.compile(r"\b(?:https?://|www\.)[^\s<>\"')\]]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_IDENT_RE = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->|/)[A-Za-z_$][\w$-]*)*")
+_DOTTED_CALL_RE = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?=\s*\()")
+_FILE_RE = re.compile(
+    r"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:py|js|mjs|ts|tsx|jsx|md|json|ya?ml|toml|txt|csv|html?|css|go|"
+    r"rs|java|kt|cc|cpp|hpp|rb|php|sh|sql|pdf|docx?|xlsx?|pptx?|ipynb|cfg|ini|lock)\b"
+)
+_SNAKE_RE = re.compile(r"\b_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
+_CAMEL_LOWER_RE = re.compile(r"\b[a-z]+[0-9]*(?:[A-Z][a-z0-9]*)+\b")
+_EMPTY_CALL_RE = re.compile(r"\b[A-Za-z_]\w*(?=\(\))")
+
+_WORD_RE = re.compile(r"[^\W\d_][\w'’-]*")
+_PHRASE_TOKEN_RE = re.compile(r"[^\W_][\w'’-]*|[^\w\s]+")  # words, and punctuation that ends a phrase
+_QUOTED_RE = re.compile(r'"([^"]{2,60})"|“([^”]{2,60})”')
+_TOKEN_RE = re.compile(r"[^\W_][\w'’&-]*(?:\.[^\W_][\w-]*)*")
+_TITLE_BEFORE_RE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|Professor|Sir|Dame)\.?\s+$")
+_BY_BEFORE_RE = re.compile(
+    r"\b(?:written|authored|created|developed|maintained|founded|led|designed|invented|"
+    r"directed|signed|reviewed|edited|presented|interviewed)\s+by\s+$"
+)
+_ROLE_BEFORE_RE = re.compile(r"\b(?:" + "|".join(sorted(lx.PERSON_ROLE_WORDS)) + r")\s+$")
+_ORG_BEFORE_RE = re.compile(
+    r"\b(?:(?:works?|worked|working|employed|interns?|interned|analysts?|engineers?|researchers?|"
+    r"scientists?|employees?|staff|developers?)\s+(?:at|for)|joined|acquired|"
+    r"co-founded|cofounded|founded|subsidiary\s+of)\s+(?:the\s+)?$"
+)
+# "Name said", "Name, who": a verb right after the name (no comma: "X, CEO of Y, said"
+# must not make Y a person).
+_AFTER_VERB_RE = re.compile(r"^\s+([a-z][a-z-]*)|^\s*,\s*(who)\b")
+# Appositions and predicates: "Name, the chief executive", "Name is a startup".
+_AFTER_ROLE_RE = re.compile(
+    r"^\s*(?:,\s*(?:who\s+(?:is|was)\s+)?|\s+(?:is|was|as)\s+)(?:an?|the|our|their|its)\s+"
+    r"((?:[\w-]+\s+){0,3}[\w-]+)"
+)
+
+
+def clean_inline(text: str) -> str:
+    """Remove Markdown/HTML inline markup and collapse whitespace (backticks stay)."""
+    text = _IMAGE_RE.sub(r"\1", text)
+    text = _LINK_RE.sub(r"\1", text)
+    text = _REF_LINK_RE.sub(r"\1", text)
+    text = _HTML_TAG_RE.sub(" ", text)
+    text = _STRONG_RE.sub(r"\2", text)
+    text = _EM_STAR_RE.sub(r"\1", text)
+    text = _EM_UNDERSCORE_RE.sub(r"\1", text)
+    text = _STRIKE_RE.sub(r"\1", text)
+    return " ".join(text.split())
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split prose into sentences; abbreviations and initials do not end one."""
+    pieces: list[str] = []
+    for piece in _SENTENCE_SPLIT_RE.split(text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if pieces and _ABBREVIATION_END_RE.search(pieces[-1]):
+            pieces[-1] = f"{pieces[-1]} {piece}"
+        else:
+            pieces.append(piece)
+    out: list[str] = []
+    for sentence in pieces:
+        # Run-on text (no punctuation, or scripts without spaces) is windowed so
+        # that "same sentence" still means "close together".
+        while len(sentence) > _LONG_SENTENCE:
+            cut = sentence.rfind(" ", _LONG_SENTENCE // 2, _LONG_SENTENCE)
+            cut = cut if cut > 0 else _LONG_SENTENCE
+            out.append(sentence[:cut].strip())
+            sentence = sentence[cut:].strip()
+        if sentence:
+            out.append(sentence)
+    return out
+
+
+def _last(tokens: list[str]) -> str:
+    return tokens[-1].lower().rstrip(".")
+
+
+def _classify(tokens: list[str], name: str, before: str, after: str) -> tuple[str, int]:
+    """Category and confidence for a capitalised run, from its words and context."""
+    last, first, low = _last(tokens), tokens[0].lower(), name.lower()
+    multi = len(tokens) > 1
+    if multi and (last in lx.ORG_SUFFIXES or (first in lx.ORG_PREFIXES and tokens[1] == "of")):
+        return lx.ORGANIZATION, 2
+    if low in lx.LOCATION_NAMES or (multi and last in lx.LOCATION_SUFFIXES):
+        return lx.LOCATION, 2
+    if multi and (last in lx.EVENT_SUFFIXES or (last.isdigit() and len(last) == 4)):
+        return lx.EVENT, 2
+    for suffixes, category in ((lx.CONTENT_SUFFIXES, lx.CONTENT), (lx.DATA_SUFFIXES, lx.DATA),
+                               (lx.METHOD_SUFFIXES, lx.METHOD), (lx.ARTIFACT_SUFFIXES, lx.ARTIFACT),
+                               (lx.CONCEPT_SUFFIXES, lx.CONCEPT)):
+        if multi and last in suffixes:
+            return category, 2
+    alphabetic = all(t.replace("-", "").replace("'", "").isalpha() for t in tokens)
+    if _TITLE_BEFORE_RE.search(before) and len(tokens) <= 3:
+        return lx.PERSON, 2
+    role_match = _AFTER_ROLE_RE.match(after)
+    role_words = role_match.group(1).lower().split() if role_match else []
+    if alphabetic and len(tokens) <= 3 and not name.isupper():
+        if multi and first in lx.GIVEN_NAMES:
+            return lx.PERSON, 2
+        verb_match = _AFTER_VERB_RE.match(after)
+        verb = (verb_match.group(1) or verb_match.group(2)) if verb_match else ""
+        # A verb is weak evidence ("GraphML writes"), so single words need more.
+        if any(w in lx.PERSON_ROLE_WORDS for w in role_words) or (
+                multi and (verb in lx.PERSON_VERBS or verb == "who")):
+            return lx.PERSON, 1
+        if multi and (_BY_BEFORE_RE.search(before) or _ROLE_BEFORE_RE.search(before.lower())):
+            return lx.PERSON, 1
+        if not multi and first in lx.GIVEN_NAMES:
+            return lx.PERSON, 1
+    if any(w in lx.ORG_CUE_WORDS for w in role_words) or _ORG_BEFORE_RE.search(before.lower()):
+        return lx.ORGANIZATION, 1
+    if any(before.lower().endswith(cue + " ") for cue in lx.LOCATION_CUES):
+        return lx.LOCATION, 1
+    if not multi and any(ch.isupper() for ch in tokens[0][1:]) and not tokens[0].isupper():
+        return lx.ARTIFACT, 0  # CamelCase product/software names: LightRAG, PostgreSQL
+    return lx.OTHER, 0
+
+
+def _identifier_mentions(sentence: str, out: list[Mention]) -> str:
+    """Record code identifiers, file names and URLs; return the sentence with them masked."""
+
+    def mask(match: re.Match[str]) -> str:
+        return "\x00" * (match.end() - match.start())
+
+    def followed_by_call(end: int) -> bool:
+        return sentence[end:end + 2].lstrip().startswith("(")
+
+    def backtick(match: re.Match[str]) -> str:
+        inner = match.group(1).strip()
+        called = inner.endswith(")") and "(" in inner
+        bare = inner.split("(", 1)[0].strip() if called else inner
+        if _IDENT_RE.fullmatch(bare) and len(bare) >= 3 and bare.lower() not in lx.STOPWORDS:
+            is_file = bool(_FILE_RE.fullmatch(bare))
+            category = lx.METHOD if (called or followed_by_call(match.end())) and not is_file else lx.ARTIFACT
+            out.append(Mention(match.start() + 1, bare, category, 1, 2))
+        return mask(match)
+
+    def identifier(kind: str) -> Callable[[re.Match[str]], str]:
+        def record(match: re.Match[str]) -> str:
+            name = match.group(0)
+            if kind == "call" or followed_by_call(match.end()):
+                category = lx.METHOD
+            else:
+                category = lx.ARTIFACT
+            out.append(Mention(match.start(), name, category, 1, 2))
+            return mask(match)
+        return record
+
+    masked = _BACKTICK_RE.sub(backtick, sentence)
+    masked = _URL_RE.sub(mask, masked)
+    masked = _DOTTED_CALL_RE.sub(identifier("call"), masked)
+    masked = _FILE_RE.sub(identifier("file"), masked)
+    masked = _SNAKE_RE.sub(identifier("ident"), masked)
+    masked = _CAMEL_LOWER_RE.sub(identifier("ident"), masked)
+    masked = _EMPTY_CALL_RE.sub(identifier("call"), masked)
+    return masked
+
+
+def _runs(masked: str) -> list[list[tuple[int, str]]]:
+    """Group adjacent capitalised tokens (with inner connectors) into runs."""
+    runs: list[list[tuple[int, str]]] = []
+    current: list[tuple[int, str]] = []
+    prev_end = 0
+    for match in _TOKEN_RE.finditer(masked):
+        token = match.group(0)
+        possessive = token.endswith(("'s", "’s"))
+        token = token[:-2] if possessive else token.rstrip("'’-")
+        gap = masked[prev_end:match.start()]
+        prev_end = match.end()
+        if not token:
+            continue
+        capital = token[0].isupper()
+        year = token.isdigit() and len(token) == 4
+        if current and gap in (" ", "  ") and (capital or year or token.lower() in lx.CONNECTORS):
+            current.append((match.start(), token))
+        else:
+            if current:
+                runs.append(current)
+            current = [(match.start(), token)] if capital else []
+        if possessive and current:
+            # "Acme's Widget" is two names: the possessive closes the run.
+            runs.append(current)
+            current = []
+    if current:
+        runs.append(current)
+    return runs
+
+
+def scan_sentence(sentence: str, query_mode: bool = False) -> list[Mention]:
+    """All entity mentions in one sentence, ordered by position.
+
+    ``query_mode`` treats sentence-initial words like any other (a query is one
+    short sentence whose first word is usually a question word, already a
+    stopword) and does not mark single words tentative.
+    """
+    mentions: list[Mention] = []
+    masked = _identifier_mentions(sentence, mentions)
+    first_word = _TOKEN_RE.search(masked)
+    first_start = first_word.start() if first_word else -1
+    for run in _runs(masked):
+        while run and run[-1][1].lower() in lx.CONNECTORS:
+            run = run[:-1]
+        while run:
+            head = run[0][1].lower()
+            if head in lx.LEADING_STOPWORDS or head in lx.CONNECTORS:
+                run = run[1:]
+            elif len(run) > 1 and run[0][0] == first_start and (
+                    head in lx.INITIAL_VERBS or head.endswith(("ing", "ed", "ly"))):
+                run = run[1:]  # "Launching the Server": drop the verb, then "the"
+            elif len(run) > 1 and head.rstrip(".") in lx.PERSON_TITLES:
+                run = run[1:]
+            else:
+                break
+        if not run or len(run) > 6:
+            continue  # a title-cased clause, not a name
+        tokens = [t for _, t in run]
+        start = run[0][0]
+        end = run[-1][0] + len(run[-1][1])
+        name = " ".join(tokens)
+        if tokens[-1].isdigit() and len(tokens) == 1:
+            continue
+        single = len(tokens) == 1
+        if single and (tokens[0].lower() in lx.SINGLE_STOPWORDS or len(tokens[0]) < 2):
+            continue
+        if single and "-" in tokens[0] and tokens[0].rsplit("-", 1)[1].islower():
+            continue  # "LLM-generated", "Open-source": an adjective, not a name
+        if query_mode and single and tokens[0].lower() in lx.QUERY_STOPWORDS:
+            continue
+        before, after = masked[max(0, start - 40):start], masked[end:end + 80]
+        category, strength = _classify(tokens, name, before, after)
+        word = tokens[0]
+        strong_single = (word.isupper() or any(ch.isdigit() for ch in word)
+                         or any(ch.isupper() for ch in word[1:]) or strength >= 1)
+        tentative = (single and start == first_start and not strong_single and not query_mode)
+        group = 2 if (not single or strength >= 1) else 3
+        mentions.append(Mention(start, name, category, strength, group, tentative))
+    mentions.sort(key=lambda m: m.start)
+    return mentions
+
+
+def bounded(text: str, limit: int) -> str:
+    """Cut ``text`` at a word boundary so it is at most ``limit`` characters."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def _content_phrases(text: str, exclude: set[str]) -> list[str]:
+    """Runs of consecutive content words ("secret launch code"), at most four words each."""
+    phrases: list[str] = []
+    current: list[str] = []
+    for match in _PHRASE_TOKEN_RE.finditer(text):
+        word = match.group(0).strip("'’-")
+        low = word.lower()
+        content = (word[:1].isalnum() and len(word) >= 2 and low not in lx.QUERY_STOPWORDS
+                   and low not in exclude)
+        if (not content or len(current) == 4) and current:
+            phrases.append(" ".join(current))
+            current = []
+        if content:
+            current.append(low)
+    if current:
+        phrases.append(" ".join(current))
+    return phrases
+
+
+def extract_query_keywords(query: str, limit: int = 8) -> tuple[list[str], list[str]]:
+    """Split a search query into ``(high_level, low_level)`` keyword lists.
+
+    Low level: names, identifiers and quoted phrases in the query (the entity
+    index is searched with them), else its content-word phrases. High level: its
+    topic phrases and words (searched against relations). Neither list is empty
+    for a query with any visible character.
+    """
+    text = " ".join(query.split())
+    if not text:
+        return [], []
+    low: list[str] = []
+    for sentence in split_sentences(clean_inline(text)):
+        low.extend(m.name for m in scan_sentence(sentence, query_mode=True))
+    # Quoted phrases are what the user wants matched literally.
+    low.extend(a or b for a, b in _QUOTED_RE.findall(text))
+    name_words = {w.casefold() for name in low for w in re.split(r"[\s_.]+", name) if w}
+    name_words |= {w.casefold() for name in low for w in name.split()}
+    phrases = _content_phrases(text, name_words)
+    words = [w for phrase in phrases for w in phrase.split()]
+    high = [p for p in phrases if " " in p] + [w for w in words if len(w) >= 3]
+    if not low:
+        low = phrases[:]
+    if not high:
+        high = low[:]
+    if not low:  # only stopwords or symbols: fall back to the words, then the text
+        low = _WORD_RE.findall(text) or [text[:100]]
+    if not high:
+        high = [w.lower() for w in low]
+    return _dedupe(high)[:limit], _dedupe(low)[:limit]
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for item in items:
+        item = item.strip()
+        if item and item.casefold() not in seen:
+            seen.add(item.casefold())
+            out.append(item)
+    return out
+
+
+def merge_descriptions(descriptions: list[str], max_chars: int = 1600) -> str:
+    """Merge description fragments into one bounded text, deterministically.
+
+    Sentences are deduplicated case-insensitively and taken round-robin (the
+    first sentence of every fragment, then the second ones, ...) so that each
+    fragment contributes before the length bound cuts anything off.
+    """
+    queues = [split_sentences(" ".join(d.split())) for d in descriptions if d and d.strip()]
+    kept: list[str] = []
+    seen: set[str] = set()
+    total = 0
+    depth = max((len(q) for q in queues), default=0)
+    for round_index in range(depth):
+        for queue in queues:
+            if round_index >= len(queue):
+                continue
+            sentence = queue[round_index]
+            norm = " ".join(sentence.casefold().split()).rstrip(".")
+            if not norm or norm in seen:
+                continue
+            if kept and total + len(sentence) + 1 > max_chars:
+                continue  # a shorter sentence later may still fit
+            seen.add(norm)
+            kept.append(sentence)
+            total += len(sentence) + 1
+    return bounded(" ".join(kept), max_chars)
