@@ -8,6 +8,7 @@ tool itself (health), so no schema is written twice.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from protocol import ErrorCode, MethodSpec, RagError
 from protocol import methods as m
 from protocol.schema import Schema
 from mcp_front.health import HEALTH_OUTPUT_SCHEMA
+from mcp_front.render import Renderer, render_json, render_query
 
 INGEST_TIMEOUT = 600.0
 MAX_ERROR_DETAIL = 300
@@ -39,6 +41,8 @@ class Tool:
     timeout: float | None = None  # None: LIGHTRAG_MCP_CALL_TIMEOUT
     output_schema: Schema | None = None
     debug_only: bool = False
+    field_errors: tuple[tuple[str, ErrorCode], ...] = ()  # argument → code when it fails validation
+    render: Renderer = render_json
 
     @property
     def input_schema(self) -> Schema:
@@ -62,6 +66,86 @@ class Tool:
 
 
 TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="upload_to_lightrag",
+        title="Upload a document",
+        description=(
+            "Add a document to your knowledge base: PDF, Markdown or plain text, sent as base64 with its "
+            "filename (e.g. report.pdf) and MIME type. Identical content is not indexed twice; a new version "
+            "under the same filename replaces the old one. Returns the document id, pages, words, chunks, "
+            "entities and relations; if indexing takes longer than about 45 s it returns a track_id to poll "
+            "with lightrag_get_status."
+        ),
+        method=m.UPLOAD,
+        read_only=False,
+        idempotent=True,
+        timeout=INGEST_TIMEOUT,
+    ),
+    Tool(
+        name="lightrag_insert_text",
+        title="Insert text",
+        description=(
+            "Index a piece of text (notes, a pasted article, a transcript) under an optional title; new text "
+            "under the same title replaces the old. Use upload_to_lightrag for files."
+        ),
+        method=m.INSERT_TEXT,
+        read_only=False,
+        idempotent=True,
+        timeout=INGEST_TIMEOUT,
+    ),
+    Tool(
+        name="lightrag_get_status",
+        title="Indexing status",
+        description=(
+            "Follow indexing: the state (pending, processing, processed, failed) of the documents of a "
+            "track_id or of document ids, with chunks, entities, relations and errors, plus the knowledge "
+            "base's counts and the pipeline's progress."
+        ),
+        method=m.GET_STATUS,
+        read_only=True,
+        idempotent=True,
+        aliases=("lightrag_get_indexing_status",),
+    ),
+    Tool(
+        name="lightrag_query",
+        title="Query the knowledge base",
+        description=(
+            "Ask the knowledge base a question. Modes: mix (default, graph + vectors), naive, local, global, "
+            "hybrid, bypass. Returns an answer when an LLM is configured, otherwise the most relevant passages "
+            "to answer from; always with sources (filename, document id, chunk, relevance)."
+        ),
+        method=m.QUERY,
+        read_only=True,
+        idempotent=True,
+        field_errors=(("mode", ErrorCode.INVALID_QUERY_MODE),),
+        render=render_query,
+    ),
+    Tool(
+        name="lightrag_stream_query",
+        title="Query with streamed answer",
+        description=(
+            "Like lightrag_query, but the answer is streamed as progress notifications while it is written; "
+            "the final result holds the whole answer and its sources."
+        ),
+        method=m.STREAM_QUERY,
+        read_only=True,
+        idempotent=True,
+        field_errors=(("mode", ErrorCode.INVALID_QUERY_MODE),),
+        render=render_query,
+    ),
+    Tool(
+        name="query_lightrag",
+        title="Search documents",
+        description=(
+            "Search your uploaded documents and get the most relevant passages with their sources. The "
+            "simple form of lightrag_query: a question and how many passages to return."
+        ),
+        method=m.QUERY_SIMPLE,
+        read_only=True,
+        idempotent=True,
+        aliases=("lightrag_search_code",),
+        render=render_query,
+    ),
     Tool(
         name="lightrag_health_check",
         title="Knowledge base health",
@@ -139,8 +223,9 @@ class Catalogue:
         if not errors:
             return
         problems = [_describe(error) for error in errors[:5]]
+        first_field = str(errors[0].absolute_path[0]) if errors[0].absolute_path else ""
         raise RagError(
-            ErrorCode.INVALID_PARAMETER,
+            dict(tool.field_errors).get(first_field, ErrorCode.INVALID_PARAMETER),
             f"Invalid arguments for {tool.name}: " + "; ".join(problems),
             suggested_action="Fix the arguments as described and call the tool again.",
             details={"problems": problems},
@@ -174,6 +259,6 @@ def tools_markdown(tools: Iterable[Tool]) -> str:
         if tool.debug_only:
             continue
         aliases = ", ".join(f"`{alias}`" for alias in tool.aliases) or "—"
-        summary = tool.description.split(". ")[0].rstrip(".") + "."
+        summary = re.split(r"(?<=[a-z)])\. (?=[A-Z])", tool.description)[0].rstrip(".") + "."
         rows.append(f"| `{tool.name}` | {aliases} | {summary} | {'yes' if tool.read_only else 'no'} |")
     return "\n".join(rows)

@@ -10,14 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import mcp.types as types
-import orjson
-
 from protocol import RagError
 
 
-def tool_result(structured: dict[str, Any], summary: str | None = None) -> types.CallToolResult:
-    body = orjson.dumps(structured, option=orjson.OPT_INDENT_2).decode()
-    text = f"{summary}\n\n{body}" if summary else body
+def tool_result(structured: dict[str, Any], text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured)
 
 

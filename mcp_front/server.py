@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from protocol import ErrorCode, RagError
 from protocol import methods as m
+from protocol.bindings_config import validate_binding_settings
 from protocol.logs import correlation_id, setup_logging
 from protocol.settings import ConfigError, Settings, env_example, load_settings, settings_markdown
 from mcp_front.catalogue import TOOLS, Catalogue, Tool, tools_markdown
@@ -74,7 +75,7 @@ class FrontApp:
                 arguments = params.arguments or {}
                 self.catalogue.validate(tool, arguments)
                 result = await self._serve(ctx, tool, identity, arguments, cid)
-                return tool_result(result)
+                return tool_result(result, tool.render(result))
             except RagError as exc:
                 log.info("%s failed: %s", params.name, exc)
                 return error_result(exc, cid)
@@ -212,6 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         load_env_file()
         settings = load_settings()
+        validate_binding_settings(settings)
         Catalogue(TOOLS, profile=settings.tools, debug=settings.debug_methods)
     except (ConfigError, ValueError) as exc:
         sys.stderr.write(f"lightrag-mcp: configuration error: {exc}\n")

@@ -6,7 +6,8 @@ Both processes import this package; nothing here does I/O policy or imports Ligh
 from protocol.errors import ERROR_TABLE, ErrorCode, JsonRpcCode, RagError
 from protocol.framing import FrameError, FrameReader, FrameTooLarge, decode_frame, encode_frame
 from protocol.messages import ErrorObject, InvalidMessage, Notification, Request, Response, parse_message
-from protocol.methods import METHODS, PROTOCOL_VERSION, MethodSpec
+from protocol.methods import METHODS, PROTOCOL_VERSION
+from protocol.schema import MethodSpec
 
 __all__ = [
     "ERROR_TABLE",

@@ -7,9 +7,26 @@ Every string, array and number gets a bound (SPEC §4), and every object is clos
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 Schema = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One worker method: its name and the schemas of its arguments and result.
+
+    For a tool method `params_schema` is also the MCP tool's `inputSchema` and
+    `result_schema` its `outputSchema`.  Result schemas stay open (no `required`, extra
+    members allowed): clients validate error results against them too.
+    """
+
+    name: str
+    params_schema: Schema
+    result_schema: Schema
+    tool_method: bool = True
+    debug_only: bool = False
 
 
 def _described(schema: Schema, description: str | None, default: Any = None) -> Schema:

@@ -39,12 +39,14 @@ class WorkerState:
     lightrag_version: str = "unknown"
     engines: Any = None  # rag_worker.engine.EngineRegistry, created in warm_up()
 
-    async def warm_up(self) -> None:
-        """Everything that must work before the worker says it is ready."""
+    async def warm_up(self, spawn: Callable[[Callable[[], Awaitable[None]]], None]) -> None:
+        """Everything that must work before the worker says it is ready.
+
+        `spawn` starts background work (indexing) that outlives the call that queued it."""
         from rag_worker.engine import EngineRegistry, import_lightrag
 
         self.lightrag_version = await anyio.to_thread.run_sync(import_lightrag, limiter=self.limiter)
-        self.engines = EngineRegistry(self.settings, self.limiter)
+        self.engines = EngineRegistry(self.settings, self.limiter, spawn)
         self.engines.check_data_dir()
 
     def versions(self) -> dict[str, Any]:

@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 
 from protocol import ErrorCode, RagError
 from protocol.settings import Settings
+from rag_worker.documents import DocumentCatalog
+
+Spawn = Callable[[Callable[[], Awaitable[None]]], None]
+UNFINISHED_STATES = ("pending", "parsing", "analyzing", "processing")
 
 log = logging.getLogger("rag_worker.engine")
 
@@ -41,7 +47,19 @@ def import_lightrag() -> str:
     import lightrag.kg.networkx_impl  # noqa: F401
     from lightrag import LightRAG  # noqa: F401
 
+    _route_lightrag_logs()
     return str(lightrag.__version__)
+
+
+def _route_lightrag_logs() -> None:
+    """LightRAG logs through its own stderr handler without our correlation ids and chats at
+    INFO on every query: send its records through ours, warnings and up unless DEBUG."""
+    lightrag_log = logging.getLogger("lightrag")
+    for handler in list(lightrag_log.handlers):
+        lightrag_log.removeHandler(handler)
+    lightrag_log.propagate = True
+    root_level = logging.getLogger().level
+    lightrag_log.setLevel(logging.DEBUG if root_level <= logging.DEBUG else logging.WARNING)
 
 
 def _contain_import_side_effects() -> None:
@@ -51,21 +69,47 @@ def _contain_import_side_effects() -> None:
 
 
 @dataclass
-class OpenWorkspace:
+class Workspace:
+    """An open workspace: its LightRAG instance, our document catalog, and its locks."""
+
     name: str
     rag: Any
+    catalog: DocumentCatalog
     lock_fd: int
+    components: dict[str, Any]
+    ingest_lock: anyio.Lock = field(default_factory=anyio.Lock)
     opened_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.components.get("llm_configured"))
+
+
+EMBEDDED_CHUNK_OVERLAP = 40
+
+
+def lightrag_kwargs(components: dict[str, Any]) -> dict[str, Any]:
+    """Construction options that depend on the configured models."""
+    kwargs: dict[str, Any] = dict(components.get("lightrag_kwargs") or {})
+    if str(components.get("embedding_model_id", "")).startswith("onnx:"):
+        from rag_worker.embedded.models import MAX_TOKEN_SIZE
+
+        # The packaged model reads 256 word pieces: LightRAG would split longer chunks
+        # before embedding anyway, so chunk at that size from the start.
+        kwargs.setdefault("chunk_token_size", MAX_TOKEN_SIZE)
+        kwargs.setdefault("chunk_overlap_token_size", EMBEDDED_CHUNK_OVERLAP)
+    return kwargs
 
 
 class EngineRegistry:
     """Owns every LightRAG instance in this worker."""
 
-    def __init__(self, settings: Settings, limiter: anyio.CapacityLimiter) -> None:
+    def __init__(self, settings: Settings, limiter: anyio.CapacityLimiter, spawn: Spawn) -> None:
         self._settings = settings
         self._limiter = limiter
+        self._spawn = spawn
         self._root = Path(settings.data_dir)
-        self._open: OrderedDict[str, OpenWorkspace] = OrderedDict()
+        self._open: OrderedDict[str, Workspace] = OrderedDict()
         self._opening = anyio.Lock()
         self._components: Any = None
 
@@ -82,24 +126,26 @@ class EngineRegistry:
     def workspace_dir(self, workspace: str) -> Path:
         return self._root / workspace
 
-    async def get(self, workspace: str) -> Any:
-        """The initialized LightRAG instance for `workspace`, opening it if needed."""
+    async def get(self, workspace: str) -> Workspace:
+        """The open workspace named `workspace`, opening it (and resuming its work) if needed."""
         entry = self._open.get(workspace)
         if entry is not None:
             self._open.move_to_end(workspace)
-            return entry.rag
+            return entry
         async with self._opening:
             entry = self._open.get(workspace)
             if entry is None:
                 entry = await self._open_workspace(workspace)
                 self._open[workspace] = entry
                 await self._evict_beyond(MAX_OPEN_WORKSPACES)
-            return entry.rag
+                await self._resume_unfinished(entry)
+            return entry
 
-    async def _open_workspace(self, workspace: str) -> OpenWorkspace:
+    async def _open_workspace(self, workspace: str) -> Workspace:
         lock_fd = await self._lock_workspace(workspace)
         try:
             components = await self._shared_components()
+            self._check_embedding_model(workspace, components)
             from lightrag import LightRAG
 
             rag = LightRAG(
@@ -109,14 +155,55 @@ class EngineRegistry:
                 llm_model_func=components["llm_model_func"],
                 tokenizer=components["tokenizer"],
                 enable_llm_cache=False,  # the answer cache ignores new documents (reference)
-                enable_llm_cache_for_entity_extract=True,
+                enable_llm_cache_for_entity_extract=True,  # delete/rebuild relies on it
+                **lightrag_kwargs(components),
             )
             await rag.initialize_storages()
+            catalog = DocumentCatalog(rag)
+            await catalog.initialize()
         except BaseException:
             os.close(lock_fd)
             raise
         log.info("opened workspace %s", workspace)
-        return OpenWorkspace(workspace, rag, lock_fd)
+        return Workspace(workspace, rag, catalog, lock_fd, components)
+
+    def _check_embedding_model(self, workspace: str, components: dict[str, Any]) -> None:
+        """Never mix vectors of two embedding models in one local index (SPEC §6)."""
+        marker = self.workspace_dir(workspace) / "embedding_model.json"
+        model_id = str(components.get("embedding_model_id") or components.get("embedding_name"))
+        if marker.exists():
+            recorded = json.loads(marker.read_text()).get("model_id")
+            if recorded != model_id:
+                raise RagError(
+                    ErrorCode.CONFIGURATION_ERROR,
+                    f"This knowledge base was indexed with the embedding model {recorded!r}, but the server "
+                    f"now uses {model_id!r}; vectors of different models cannot be mixed.",
+                    suggested_action=(
+                        "Switch the embedding configuration back, or point WORKING_DIR at a new data "
+                        "directory and re-index the documents."
+                    ),
+                )
+        else:
+            marker.write_text(json.dumps({"model_id": model_id}))
+
+    async def _resume_unfinished(self, entry: Workspace) -> None:
+        """Durability: documents a previous worker left unfinished are processed again."""
+        counts = await entry.rag.doc_status.get_status_counts()
+        unfinished = sum(int(counts.get(state, 0)) for state in UNFINISHED_STATES)
+        if unfinished:
+            log.info("workspace %s: resuming %d unfinished document(s)", entry.name, unfinished)
+            self.start_processing(entry)
+
+    def start_processing(self, entry: Workspace) -> None:
+        """Run LightRAG's pipeline in the background (it outlives the call that queued work)."""
+
+        async def process() -> None:
+            try:
+                await entry.rag.apipeline_process_enqueue_documents()
+            except Exception:
+                log.exception("indexing pipeline of workspace %s failed", entry.name)
+
+        self._spawn(process)
 
     async def _lock_workspace(self, workspace: str) -> int:
         directory = self.workspace_dir(workspace)
@@ -146,9 +233,10 @@ class EngineRegistry:
             _, entry = self._open.popitem(last=False)
             await self._finalize(entry)
 
-    async def _finalize(self, entry: OpenWorkspace) -> None:
+    async def _finalize(self, entry: Workspace) -> None:
         try:
             with anyio.move_on_after(10, shield=True):
+                await entry.catalog.finalize()
                 await entry.rag.finalize_storages()
         except Exception:
             log.exception("finalizing workspace %s failed", entry.name)

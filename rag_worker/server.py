@@ -112,7 +112,7 @@ class WorkerServer:
         frames = await self._open_pipes()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch_parent, tg.cancel_scope)
-            await self._announce_ready()
+            await self._announce_ready(tg)
             while True:
                 try:
                     line = await frames.read_line()
@@ -137,8 +137,8 @@ class WorkerServer:
                 scope.cancel()
                 return
 
-    async def _announce_ready(self) -> None:
-        await self.state.warm_up()
+    async def _announce_ready(self, tg: anyio.abc.TaskGroup) -> None:
+        await self.state.warm_up(lambda job: tg.start_soon(job))
         served = [name for name, spec in m.METHODS.items() if not spec.debug_only or self._settings.debug_methods]
         await self.notify(
             m.READY,

@@ -1,39 +1,8 @@
-"""The method catalogue of the worker pipe: names, parameter and result schemas.
-
-Two kinds of methods:
-
-* control methods (`ping`, `worker/status`, `worker/shutdown`) take plain params;
-* tool methods take the envelope ``{"context": CallContext, "arguments": {...}}``:
-  the front has already validated `arguments` against `params_schema` (which is also the
-  MCP tool's `inputSchema`) and resolved the caller's workspace into `context`.
-
-Notifications travel both ways: the worker announces `worker/ready` and reports
-`$/progress` for a request; the front sends `$/cancelRequest`.
-"""
+"""Control methods of the worker pipe, and the system tool methods (health, debug)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from protocol.schema import Schema, array, boolean, integer, number, obj, open_object, string
-
-# Notifications
-READY = "worker/ready"
-CANCEL = "$/cancelRequest"
-PROGRESS = "$/progress"
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """One worker method: its name and the schemas of its arguments and result."""
-
-    name: str
-    params_schema: Schema
-    result_schema: Schema
-    tool_method: bool = True
-    debug_only: bool = False
-    description: str = ""
-
+from protocol.schema import MethodSpec, array, boolean, integer, number, obj, open_object, string
 
 CALL_CONTEXT = obj(
     {
@@ -54,8 +23,6 @@ VERSIONS = obj(
     },
     closed=False,
 )
-
-PROTOCOL_VERSION = 1
 
 # --- control methods -------------------------------------------------------------
 
@@ -126,7 +93,6 @@ HEALTH = MethodSpec(
         },
         closed=False,
     ),
-    description="Worker-side health: versions, memory, and (on request) a live workspace probe.",
 )
 
 # Fault-injection methods for the test suite; the worker serves them only when
@@ -145,6 +111,3 @@ DEBUG = MethodSpec(
     open_object(),
     debug_only=True,
 )
-
-METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (PING, STATUS, SHUTDOWN, HEALTH, DEBUG)}
-

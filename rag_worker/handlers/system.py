@@ -62,7 +62,7 @@ async def health(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     }
     if args.get("check_dependencies"):
         started = time.perf_counter()
-        rag = await state.engines.get(ctx.workspace)
+        rag = (await state.engines.get(ctx.workspace)).rag
         opened_ms = round((time.perf_counter() - started) * 1000, 1)
         result["components"]["workspace"] = {
             "status": "connected",

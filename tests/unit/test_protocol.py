@@ -128,8 +128,13 @@ def test_an_unknown_error_code_from_the_pipe_becomes_internal_error() -> None:
 def test_tool_method_schemas_are_closed_and_bounded() -> None:
     def walk(schema: dict, where: str) -> None:
         kind = schema.get("type")
+        for option in schema.get("anyOf", []):
+            walk(option, where)
         if kind == "object":
-            assert schema.get("additionalProperties") is False, where
+            extra = schema.get("additionalProperties")
+            if extra is not False:  # an open map (metadata): bounded in size and in its values
+                assert isinstance(extra, dict) and "maxProperties" in schema, where
+                walk(extra, f"{where}.*")
             for name, sub in schema.get("properties", {}).items():
                 walk(sub, f"{where}.{name}")
         elif kind == "string":

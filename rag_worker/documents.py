@@ -1,0 +1,79 @@
+"""Our record of each document beside LightRAG's: original name, MIME type, size, upload
+time, content hash, user metadata, pages and words.
+
+LightRAG's doc-status rows keep only their own metadata keys across state changes, so the
+record lives in a KV namespace of its own, created with the workspace's configured KV
+storage class (JSON files by default; the same server store when one is configured).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+CATALOG_NAMESPACE = "mcp_documents"
+TERMINAL_STATES = {"processed", "failed"}
+
+
+def doc_id_for(name: str) -> str:
+    """A stable document id for a document name: a new version of the same name replaces it."""
+    return "doc-" + hashlib.sha256(name.encode()).hexdigest()[:32]
+
+
+def state_of(status: Any) -> str:
+    """LightRAG's status value ('processed', ...) from an enum or a string."""
+    value = getattr(status, "value", status)
+    return str(value or "unknown")
+
+
+@dataclass
+class SourceDocument:
+    """A document ready to index: its text and everything we record about it."""
+
+    name: str
+    text: str
+    mime_type: str
+    size_bytes: int
+    pages: int = 1
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
+    extract_entities: bool = True
+
+    @property
+    def words(self) -> int:
+        return len(self.text.split())
+
+
+class DocumentCatalog:
+    """Per-workspace records keyed by document id."""
+
+    def __init__(self, rag: Any) -> None:
+        self._kv = rag.key_string_value_json_storage_cls(
+            namespace=CATALOG_NAMESPACE, workspace=rag.workspace, embedding_func=rag.embedding_func
+        )
+
+    async def initialize(self) -> None:
+        await self._kv.initialize()
+
+    async def finalize(self) -> None:
+        await self._kv.finalize()
+
+    async def get(self, doc_id: str) -> dict[str, Any] | None:
+        record = await self._kv.get_by_id(doc_id)
+        return dict(record) if record else None
+
+    async def get_many(self, doc_ids: list[str]) -> dict[str, dict[str, Any]]:
+        rows = await self._kv.get_by_ids(doc_ids)
+        return {doc_id: dict(row) for doc_id, row in zip(doc_ids, rows, strict=False) if row}
+
+    async def put(self, doc_id: str, record: dict[str, Any]) -> None:
+        """Store and flush at once: the record must survive a crash right after enqueue."""
+        await self._kv.upsert({doc_id: record})
+        await self._kv.index_done_callback()
+
+    async def delete(self, doc_id: str) -> None:
+        await self._kv.delete([doc_id])
+        await self._kv.index_done_callback()

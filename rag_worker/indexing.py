@@ -1,0 +1,196 @@
+"""The ingestion rules of SPEC §4: idempotent by content, replace by name, bounded wait.
+
+A call queues the document with LightRAG, starts the pipeline in the background and waits
+at most LIGHTRAG_MCP_WAIT_SECONDS for it; past that it answers with the track id and how
+to poll.  Checks and enqueue run under the workspace's ingest lock, so two uploads of the
+same content never both reach LightRAG (which would leave a failed `dup-…` row).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+import anyio
+
+from protocol import ErrorCode, RagError
+from rag_worker.context import RequestContext
+from rag_worker.documents import TERMINAL_STATES, SourceDocument, doc_id_for, state_of
+from rag_worker.engine import Workspace
+
+log = logging.getLogger("rag_worker.indexing")
+
+POLL_SECONDS = 0.2
+DELETE_WAIT_SECONDS = 30.0
+STAGES = ["pending", "parsing", "analyzing", "processing", "processed"]
+POLL_HINT = "Call lightrag_get_status with this track_id to follow indexing."
+
+
+async def index_document(ctx: RequestContext, source: SourceDocument) -> dict[str, Any]:
+    """Index `source` in the caller's workspace following the ingestion rules."""
+    from lightrag.utils import generate_track_id, sanitize_text_for_encoding
+    from lightrag.utils_pipeline import compute_text_content_hash
+
+    started = time.perf_counter()
+    ws = await ctx.state.engines.get(ctx.workspace)
+    rag = ws.rag
+    text = sanitize_text_for_encoding(source.text)
+    if not text.strip():
+        raise RagError(ErrorCode.EXTRACTION_FAILED, "The document contains no text to index.")
+    content_hash = compute_text_content_hash(text)
+    doc_id = doc_id_for(source.name)
+    await ctx.progress(0, len(STAGES), f"checking {source.name}")
+    async with ws.ingest_lock:
+        same = await rag.doc_status.get_doc_by_content_hash(content_hash)
+        if same is not None:
+            same_id, same_row = same
+            if state_of(same_row.get("status")) != "failed":
+                return await _already_indexed(ws, same_id, same_row, started)
+            await _delete_version(ws, same_id)  # a failed copy of this content: index it afresh
+        action = "indexed"
+        if await rag.doc_status.get_by_id(doc_id) is not None:
+            await _delete_version(ws, doc_id)
+            action = "replaced"
+        track_id = generate_track_id("upload")
+        record = _catalog_record(source, content_hash, track_id)
+        await ws.catalog.put(doc_id, record)
+        await rag.apipeline_enqueue_documents(
+            text,
+            ids=[doc_id],
+            file_paths=[source.name],
+            track_id=track_id,
+            process_options="" if source.extract_entities else "!",
+            chunk_options=_chunk_options(source),
+        )
+    ctx.state.engines.start_processing(ws)
+    row = await _wait_for(ctx, ws, doc_id, ctx.state.settings.wait_seconds)
+    return await describe_ingest(ws, doc_id, row, record, action=action, started=started)
+
+
+def _chunk_options(source: SourceDocument) -> dict[str, Any] | None:
+    if source.chunk_size is None and source.chunk_overlap is None:
+        return None
+    fixed: dict[str, Any] = {"split_by_character": None, "split_by_character_only": False}
+    if source.chunk_size is not None:
+        fixed["chunk_token_size"] = source.chunk_size
+    if source.chunk_overlap is not None:
+        fixed["chunk_overlap_token_size"] = min(source.chunk_overlap, (source.chunk_size or 1200) // 2)
+    return {"fixed_token": fixed}
+
+
+def _catalog_record(source: SourceDocument, content_hash: str, track_id: str) -> dict[str, Any]:
+    return {
+        "filename": source.name,
+        "title": source.title,
+        "mime_type": source.mime_type,
+        "size_bytes": source.size_bytes,
+        "pages": source.pages,
+        "words": source.words,
+        "content_hash": content_hash,
+        "uploaded_at": datetime.now(timezone.utc).isoformat(),
+        "track_id": track_id,
+        "metadata": source.metadata or {},
+    }
+
+
+async def _delete_version(ws: Workspace, doc_id: str) -> None:
+    """Remove a document (for a replacement), waiting while the pipeline is busy."""
+    deadline = time.monotonic() + DELETE_WAIT_SECONDS
+    while True:
+        result = await ws.rag.adelete_by_doc_id(doc_id, delete_llm_cache=False)
+        status = str(getattr(result, "status", "fail"))
+        if status in {"success", "not_found"}:
+            await ws.catalog.delete(doc_id)
+            return
+        if status != "not_allowed" or time.monotonic() >= deadline:
+            log.warning("deleting %s for replacement failed: %s", doc_id, getattr(result, "message", status))
+            raise RagError(
+                ErrorCode.DELETION_FORBIDDEN,
+                "The previous version of this document could not be removed while indexing runs.",
+                suggested_action="Wait for indexing to finish (lightrag_get_status), then upload again.",
+            )
+        await anyio.sleep(0.5)
+
+
+async def _wait_for(ctx: RequestContext, ws: Workspace, doc_id: str, seconds: float) -> dict[str, Any]:
+    """Poll the document's state until it is final or `seconds` pass; report progress."""
+    deadline = time.monotonic() + seconds
+    row: dict[str, Any] = {}
+    while True:
+        row = await ws.rag.doc_status.get_by_id(doc_id) or {}
+        state = state_of(row.get("status"))
+        if state in STAGES:
+            await ctx.progress(STAGES.index(state) + 1, len(STAGES), f"{state}")
+        if state in TERMINAL_STATES or time.monotonic() >= deadline:
+            return row
+        await anyio.sleep(POLL_SECONDS)
+
+
+async def _already_indexed(ws: Workspace, doc_id: str, row: dict[str, Any], started: float) -> dict[str, Any]:
+    record = await ws.catalog.get(doc_id) or {"filename": row.get("file_path")}
+    return await describe_ingest(ws, doc_id, row, record, action="already_indexed", started=started)
+
+
+async def document_counts(ws: Workspace, doc_id: str) -> tuple[int | None, int | None]:
+    """Entities and relations LightRAG recorded for one document (None before it is done)."""
+    entities = await ws.rag.full_entities.get_by_id(doc_id)
+    relations = await ws.rag.full_relations.get_by_id(doc_id)
+    return (
+        int(entities["count"]) if entities else None,
+        int(relations["count"]) if relations else None,
+    )
+
+
+async def describe_ingest(
+    ws: Workspace,
+    doc_id: str,
+    row: dict[str, Any],
+    record: dict[str, Any],
+    *,
+    action: str,
+    started: float,
+) -> dict[str, Any]:
+    """The result of an ingestion call: what happened, counts, and how to follow up."""
+    state = state_of(row.get("status"))
+    entities, relations = await document_counts(ws, doc_id) if state == "processed" else (None, None)
+    name = record.get("filename") or row.get("file_path") or doc_id
+    result: dict[str, Any] = {
+        "document_id": doc_id,
+        "filename": name,
+        "action": action,
+        "status": state if state in STAGES + ["failed"] else "pending",
+        "track_id": row.get("track_id") or record.get("track_id") or "",
+        "words": int(record.get("words") or 0),
+        "pages": int(record.get("pages") or 0),
+        "chunks": row.get("chunks_count"),
+        "entities": entities,
+        "relations": relations,
+        "processing_time_s": round(time.perf_counter() - started, 3),
+        "size_bytes": int(record.get("size_bytes") or 0),
+        "mime_type": record.get("mime_type") or "",
+        "content_hash": record.get("content_hash") or row.get("content_hash") or "",
+        "metadata": record.get("metadata") or {},
+        "error": row.get("error_msg") or None,
+    }
+    result["message"] = _message(result, ws.llm_configured)
+    return result
+
+
+def _message(result: dict[str, Any], llm_configured: bool) -> str:
+    name, state, action = result["filename"], result["status"], result["action"]
+    if action == "already_indexed":
+        return f"'{name}' is already indexed with identical content (document {result['document_id']}); nothing was added."
+    if state == "failed":
+        return f"Indexing '{name}' failed: {result['error'] or 'unknown reason'}."
+    if state != "processed":
+        return f"'{name}' is queued and still indexing ({state}). {POLL_HINT}"
+    verb = "Replaced the previous version of" if action == "replaced" else "Indexed"
+    text = (
+        f"{verb} '{name}': {result['pages']} page(s), {result['words']} words, {result['chunks']} chunks, "
+        f"{result['entities']} entities, {result['relations']} relations in {result['processing_time_s']:.1f}s."
+    )
+    if not llm_configured:
+        text += " (Built-in extractor: configure LLM_BINDING for a richer graph and written answers.)"
+    return text

@@ -1,0 +1,234 @@
+"""Queries: retrieval through LightRAG, sources named by document, an answer when an LLM
+is configured, the retrieved context for the calling agent when not (SPEC §4, §6).
+
+The answer cache stays off (engine), so an answer never predates new documents.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import numpy as np
+
+from protocol import ErrorCode, RagError
+from rag_worker.context import RequestContext
+from rag_worker.engine import Workspace
+
+log = logging.getLogger("rag_worker.querying")
+
+PREVIEW_CHARS = 300
+CONTEXT_ENTITY_LIMIT = 20
+NO_LLM_NOTE = (
+    "No LLM is configured, so this is the retrieved context, not a written answer: answer from the passages "
+    "and cite their filenames. Set LLM_BINDING (openai, azure_openai or ollama), LLM_MODEL and "
+    "LLM_BINDING_HOST/LLM_BINDING_API_KEY for written answers and a richer knowledge graph."
+)
+NO_RESULTS_NOTE = (
+    "NO_RESULTS_FOUND: nothing relevant is in this knowledge base. Rephrase the question, "
+    "or upload documents that cover it (upload_to_lightrag)."
+)
+
+
+def query_param(args: dict[str, Any], *, stream: bool, with_llm: bool) -> Any:
+    """LightRAG's QueryParam from validated tool arguments."""
+    from lightrag import QueryParam
+
+    turns = int(args.get("history_turns", 3))
+    history = list(args.get("conversation_history") or [])
+    # LightRAG 1.5.7 has no history_turns: keep the last N user/assistant pairs ourselves.
+    history = history[-2 * turns :] if turns else []
+    param = QueryParam(
+        mode=args.get("mode", "mix"),
+        top_k=int(args.get("top_k", 40)),
+        chunk_top_k=int(args.get("chunk_top_k", 10)),
+        max_total_tokens=int(args.get("max_tokens", 30_000)),
+        enable_rerank=bool(args.get("enable_rerank", False)),
+        conversation_history=history,
+        stream=stream and with_llm,
+        only_need_context=not with_llm,
+    )
+    if args.get("response_type"):
+        param.response_type = str(args["response_type"])
+    return param
+
+
+async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool = False) -> dict[str, Any]:
+    """Retrieve (and answer, with an LLM) for one query; streams answer text as progress."""
+    started = time.perf_counter()
+    ws = await ctx.state.engines.get(ctx.workspace)
+    query = str(args["query"]).strip()
+    mode = args.get("mode", "mix")
+    with_llm = ws.llm_configured and not args.get("only_context", False)
+    if mode == "bypass" and not ws.llm_configured:
+        raise RagError(
+            ErrorCode.INVALID_QUERY_MODE,
+            "Mode 'bypass' sends the question straight to an LLM without retrieval, and no LLM is configured.",
+            suggested_action="Use mode 'mix' to get the relevant passages, or ask the administrator to set LLM_BINDING.",
+        )
+    if not query:
+        raise RagError(ErrorCode.INVALID_PARAMETER, "The query is empty.")
+    param = query_param(args, stream=stream, with_llm=with_llm)
+    try:
+        if with_llm:
+            raw = await ws.rag.aquery_llm(query, param)
+        else:
+            raw = await ws.rag.aquery_data(query, param)
+    except ValueError as exc:  # LightRAG's own query validation (too short, empty after cleaning)
+        raise RagError(ErrorCode.INVALID_PARAMETER, f"The query was refused: {str(exc)[:200]}") from None
+    data = raw.get("data") or {}
+    answer = await _answer(ctx, raw.get("llm_response") or {}) if with_llm else None
+    sources = await _sources(ws, query, data.get("chunks") or [], float(args.get("cosine_threshold", 0.0)))
+    found = bool(sources or data.get("entities") or data.get("relationships") or answer)
+    notes: list[str] = []
+    if not found:
+        status = "no_results"
+        notes.append(NO_RESULTS_NOTE)
+    elif with_llm:
+        status = "answered"
+    else:
+        status = "context_only"
+        if ws.llm_configured:
+            notes.append("only_context was requested: no LLM answer was generated.")
+        else:
+            notes.append(NO_LLM_NOTE)
+    if stream and not with_llm and found:
+        for index, source in enumerate(sources):
+            await ctx.progress(index + 1, len(sources), f"[{index + 1}] {source['filename']}: {source['content_preview']}")
+    context = None if with_llm or not found else _context_text(sources, data)
+    entities = [_entity(e) for e in (data.get("entities") or [])]
+    relationships = [_relation(r) for r in (data.get("relationships") or [])]
+    metadata = raw.get("metadata") or {}
+    return {
+        "query": query,
+        "mode": mode,
+        "status": status,
+        "answer": answer,
+        "context": context,
+        "sources": sources,
+        "entities": entities,
+        "relationships": relationships,
+        "metadata": {
+            "entities_used": len(entities),
+            "relations_used": len(relationships),
+            "chunks_used": len(sources),
+            "processing_time_s": round(time.perf_counter() - started, 3),
+            "keywords": metadata.get("keywords") or {},
+            "token_usage": _token_usage(ws, context, answer),
+            "cache_hit": False,
+            "llm": ws.components.get("llm_name"),
+        },
+        "notes": notes,
+    }
+
+
+async def _answer(ctx: RequestContext, llm_response: dict[str, Any]) -> str | None:
+    if llm_response.get("is_streaming") and llm_response.get("response_iterator") is not None:
+        parts: list[str] = []
+        async for piece in llm_response["response_iterator"]:
+            if piece:
+                parts.append(piece)
+                await ctx.progress(len(parts), None, piece)
+        return "".join(parts)
+    content = llm_response.get("content")
+    if content is None:
+        raise RagError(
+            ErrorCode.PROCESSING_FAILED,
+            "The LLM did not return an answer.",
+            suggested_action="Retry; if it persists, check the LLM endpoint with lightrag_health_check.",
+            retryable=True,
+        )
+    return str(content)
+
+
+async def _sources(ws: Workspace, query: str, chunks: list[dict[str, Any]], threshold: float) -> list[dict[str, Any]]:
+    """Name each retrieved chunk's document, with a preview and a cosine relevance score."""
+    if not chunks:
+        return []
+    chunk_ids = [str(chunk.get("chunk_id") or "") for chunk in chunks]
+    rows = await ws.rag.text_chunks.get_by_ids(chunk_ids)
+    doc_ids = [str((row or {}).get("full_doc_id") or "") for row in rows]
+    records = await ws.catalog.get_many(sorted({d for d in doc_ids if d}))
+    scores = await _relevance(ws, query, chunk_ids)
+    sources = []
+    for chunk, chunk_id, row, doc_id in zip(chunks, chunk_ids, rows, doc_ids, strict=False):
+        record = records.get(doc_id) or {}
+        score = scores.get(chunk_id)
+        if score is not None and score < threshold:
+            continue
+        content = str(chunk.get("content") or "")
+        sources.append(
+            {
+                "document_id": doc_id,
+                "filename": record.get("filename") or chunk.get("file_path") or "unknown",
+                "chunk_id": chunk_id,
+                "content_preview": content[:PREVIEW_CHARS] + ("…" if len(content) > PREVIEW_CHARS else ""),
+                "content": content,
+                "relevance_score": None if score is None else round(score, 4),
+                "positions": {"chunk_index": (row or {}).get("chunk_order_index")} if row else None,
+                "metadata": record.get("metadata") or {},
+            }
+        )
+    return sources
+
+
+async def _relevance(ws: Workspace, query: str, chunk_ids: list[str]) -> dict[str, float]:
+    try:
+        vectors = await ws.rag.chunks_vdb.get_vectors_by_ids(chunk_ids)
+        if not vectors:
+            return {}
+        query_vector = np.asarray((await ws.rag.embedding_func([query]))[0], dtype=np.float32)
+        query_vector /= float(np.linalg.norm(query_vector)) or 1.0
+        scores = {}
+        for chunk_id, vector in vectors.items():
+            array = np.asarray(vector, dtype=np.float32)
+            scores[chunk_id] = float(array @ query_vector / (float(np.linalg.norm(array)) or 1.0))
+        return scores
+    except Exception:  # scores are a courtesy: never fail a query over them
+        log.debug("relevance scoring failed", exc_info=True)
+        return {}
+
+
+def _entity(entity: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": entity.get("entity_name"),
+        "type": entity.get("entity_type"),
+        "description": str(entity.get("description") or "")[:1000],
+    }
+
+
+def _relation(relation: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "source": relation.get("src_id"),
+        "target": relation.get("tgt_id"),
+        "keywords": relation.get("keywords"),
+        "description": str(relation.get("description") or "")[:1000],
+    }
+
+
+def _context_text(sources: list[dict[str, Any]], data: dict[str, Any]) -> str:
+    """The retrieved context as text an agent can answer from, passages first."""
+    lines = ["Passages (most relevant first):"]
+    for index, source in enumerate(sources, 1):
+        score = source["relevance_score"]
+        lines.append(
+            f"\n[{index}] {source['filename']} (document {source['document_id']}, chunk {source['chunk_id']}"
+            + (f", relevance {score:.2f}" if score is not None else "")
+            + f")\n{source['content']}"
+        )
+    entities = data.get("entities") or []
+    if entities:
+        lines.append("\nEntities:")
+        for entity in entities[:CONTEXT_ENTITY_LIMIT]:
+            description = str(entity.get("description") or "").replace("<SEP>", " ")[:300]
+            lines.append(f"- {entity.get('entity_name')} ({entity.get('entity_type')}): {description}")
+    return "\n".join(lines)
+
+
+def _token_usage(ws: Workspace, context: str | None, answer: str | None) -> dict[str, int | None]:
+    tokenizer = ws.rag.tokenizer
+    prompt = len(tokenizer.encode(context)) if context else None
+    completion = len(tokenizer.encode(answer)) if answer else None
+    total = (prompt or 0) + (completion or 0) if (prompt or completion) else None
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}

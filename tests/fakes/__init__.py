@@ -1,0 +1,1 @@
+"""Real local servers that stand in for remote services in tests."""
