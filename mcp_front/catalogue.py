@@ -241,6 +241,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
         return f"{where}: unknown field(s) {', '.join(extra)}; allowed: {', '.join(allowed) or 'none'}"
     if validator == "required":
         return f"{where}: {error.message}"
+    if validator == "minLength" and error.validator_value == 1:
+        return f"{where}: must not be empty"
     if validator in {"maxLength", "minLength", "maxItems", "minItems", "maximum", "minimum"}:
         return f"{where}: must satisfy {validator} {error.validator_value}"
     if validator == "enum":

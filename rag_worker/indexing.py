@@ -133,14 +133,11 @@ async def _already_indexed(ws: Workspace, doc_id: str, row: dict[str, Any], star
     return await describe_ingest(ws, doc_id, row, record, action="already_indexed", started=started)
 
 
-async def document_counts(ws: Workspace, doc_id: str) -> tuple[int | None, int | None]:
-    """Entities and relations LightRAG recorded for one document (None before it is done)."""
+async def document_counts(ws: Workspace, doc_id: str) -> tuple[int, int]:
+    """Entities and relations LightRAG recorded for one processed document."""
     entities = await ws.rag.full_entities.get_by_id(doc_id)
     relations = await ws.rag.full_relations.get_by_id(doc_id)
-    return (
-        int(entities["count"]) if entities else None,
-        int(relations["count"]) if relations else None,
-    )
+    return (int(entities["count"]) if entities else 0, int(relations["count"]) if relations else 0)
 
 
 async def describe_ingest(
@@ -154,7 +151,7 @@ async def describe_ingest(
 ) -> dict[str, Any]:
     """The result of an ingestion call: what happened, counts, and how to follow up."""
     state = state_of(row.get("status"))
-    entities, relations = await document_counts(ws, doc_id) if state == "processed" else (None, None)
+    entities, relations = await document_counts(ws, doc_id) if state == "processed" else (None, None)  # type: ignore[assignment]
     name = record.get("filename") or row.get("file_path") or doc_id
     result: dict[str, Any] = {
         "document_id": doc_id,
