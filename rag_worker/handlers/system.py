@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 
+from protocol.bindings_config import resolve_bindings
 from rag_worker.context import RequestContext
 
 log = logging.getLogger("rag_worker.system")
@@ -46,6 +47,27 @@ async def shutdown(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any
     return {}
 
 
+NO_LLM_HEALTH_NOTE = (
+    "No LLM is configured: documents are indexed with the built-in extractor and queries return the "
+    "retrieved passages for you to answer from. Answers and graph quality improve with an LLM: set "
+    "LLM_BINDING (openai, azure_openai or ollama), LLM_MODEL and LLM_BINDING_HOST / LLM_BINDING_API_KEY."
+)
+
+
+def configuration_summary(settings: Any) -> dict[str, Any]:
+    """What is configured, safe to show: models and storages, never keys or paths."""
+    from rag_worker.bindings import describe
+
+    summary = describe(resolve_bindings(settings))
+    summary["storages"] = {
+        "kv": os.environ.get("LIGHTRAG_KV_STORAGE", "JsonKVStorage"),
+        "vector": os.environ.get("LIGHTRAG_VECTOR_STORAGE", "NanoVectorDBStorage"),
+        "graph": os.environ.get("LIGHTRAG_GRAPH_STORAGE", "NetworkXStorage"),
+        "doc_status": os.environ.get("LIGHTRAG_DOC_STATUS_STORAGE", "JsonDocStatusStorage"),
+    }
+    return summary
+
+
 async def health(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
     result: dict[str, Any] = {
@@ -58,8 +80,10 @@ async def health(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
         "requests_served": state.requests_served,
         "requests_cancelled": state.requests_cancelled,
         "components": {},
-        "notes": [],
+        "notes": [] if state.settings.llm_binding else [NO_LLM_HEALTH_NOTE],
     }
+    if args.get("include_detailed"):
+        result["components"]["configuration"] = configuration_summary(state.settings)
     if args.get("check_dependencies"):
         started = time.perf_counter()
         rag = (await state.engines.get(ctx.workspace)).rag

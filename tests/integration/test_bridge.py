@@ -144,3 +144,20 @@ def test_bad_configuration_stops_the_front_with_one_line(home: Path) -> None:
     assert done.returncode == 2 and done.stdout == b""
     lines = done.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and "LIGHTRAG_MCP_TOOLS" in lines[0]
+
+
+async def test_health_with_dependencies_opens_the_callers_lightrag_offline(home: Path) -> None:
+    async with running_server(home) as client:
+        await client.wait_ready()
+        health = await client.health(check_dependencies=True)
+        workspace = health["components"]["workspace"]
+        assert workspace["status"] == "connected" and workspace["workspace"] == "default"
+        assert workspace["storages"] == {
+            "kv": "JsonKVStorage",
+            "vector": "NanoVectorDBStorage",
+            "graph": "NetworkXStorage",
+            "doc_status": "JsonDocStatusStorage",
+        }
+        assert workspace["embedding_dim"] == 384
+        assert any("LLM_BINDING" in note for note in health["notes"])  # says how to get answers
+        assert (home / ".local/share/lightrag-mcp/default").is_dir()

@@ -341,3 +341,52 @@ def test_librechat_launch_shape_writes_nothing_into_cwd(home: Path, tmp_path: Pa
     assert data.is_dir(), f"no data dir under HOME: {sorted(str(p) for p in home.rglob('*'))}"
     assert any(data.iterdir()), "the data dir is empty"
     assert (data / "default").is_dir(), sorted(str(p.relative_to(home)) for p in data.rglob("*"))
+
+
+# --- The core job through real clients ------------------------------------------------
+
+
+def test_ts_sdk_uploads_a_pdf_and_gets_the_fact_and_its_source_back(home: Path) -> None:
+    import base64
+
+    from tests.fixtures.documents import make_pdf
+
+    pdf = make_pdf(
+        ["Cover page of the fleet report.", "The PELICAN-404 glider was designed by Ines Duarte in Porto."]
+    )
+    doc, _ = ts_client(
+        home,
+        [
+            _wait_healthy(),
+            {
+                "op": "call",
+                "label": "upload",
+                "name": "upload_to_lightrag",
+                "progress": True,
+                "arguments": {
+                    "filename": "fleet-report.pdf",
+                    "content": base64.b64encode(pdf).decode(),
+                    "mimeType": "application/pdf",
+                },
+            },
+            {"op": "call", "label": "query", "name": "query_lightrag", "arguments": {"query": "Who designed the PELICAN-404 glider?"}},
+        ],
+    )
+    upload = _step(doc, "upload")["result"]
+    assert upload["structuredContent"]["status"] == "processed" and upload["structuredContent"]["pages"] == 2
+    answer = _text(_step(doc, "query")["result"])
+    assert "Ines Duarte" in answer and "fleet-report.pdf" in answer
+
+
+def test_inspector_uploads_markdown_and_queries_it(home: Path, tmp_path: Path) -> None:
+    import base64
+
+    content = base64.b64encode(b"# Notes\n\nThe IBIS-12 buoy records tides near Galway.").decode()
+    args = json.dumps({"filename": "notes.md", "content": content, "mimeType": "text/markdown"})
+    proc, doc = inspector(home, tmp_path, "tools/call", "--tool-name", "upload_to_lightrag", "--tool-args-json", args)
+    assert proc.returncode == 0 and doc is not None, _describe(proc)
+    assert doc["structuredContent"]["status"] == "processed"
+    query = json.dumps({"query": "Where does the IBIS-12 buoy record tides?", "mode": "naive"})
+    proc, doc = inspector(home, tmp_path, "tools/call", "--tool-name", "lightrag_query", "--tool-args-json", query)
+    assert proc.returncode == 0 and doc is not None, _describe(proc)
+    assert "Galway" in _text(doc) and "notes.md" in _text(doc)
