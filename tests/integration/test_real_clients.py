@@ -331,7 +331,10 @@ def test_librechat_launch_shape_writes_nothing_into_cwd(home: Path, tmp_path: Pa
         cwd=cwd,
     )
     names = [tool["name"] for tool in _step(doc, "list_tools")["result"]["tools"]]
-    assert names == [HEALTH], names  # the default profile: canonical names only, no debug tool
+    from mcp_front.catalogue import TOOLS, Catalogue
+
+    expected = [tool.name for tool in Catalogue(TOOLS).list_tools()]
+    assert names == expected and "lightrag_debug" not in names, names  # the default profile
     deps = _step(doc, "deps")["result"]
     assert deps["isError"] is False, deps
     assert deps["structuredContent"]["status"] == "healthy", deps["structuredContent"]
@@ -385,8 +388,8 @@ def test_inspector_uploads_markdown_and_queries_it(home: Path, tmp_path: Path) -
     args = json.dumps({"filename": "notes.md", "content": content, "mimeType": "text/markdown"})
     proc, doc = inspector(home, tmp_path, "tools/call", "--tool-name", "upload_to_lightrag", "--tool-args-json", args)
     assert proc.returncode == 0 and doc is not None, _describe(proc)
-    assert doc["structuredContent"]["status"] == "processed"
+    assert doc["result"]["structuredContent"]["status"] == "processed"
     query = json.dumps({"query": "Where does the IBIS-12 buoy record tides?", "mode": "naive"})
     proc, doc = inspector(home, tmp_path, "tools/call", "--tool-name", "lightrag_query", "--tool-args-json", query)
     assert proc.returncode == 0 and doc is not None, _describe(proc)
-    assert "Galway" in _text(doc) and "notes.md" in _text(doc)
+    assert "Galway" in _text(doc["result"]) and "notes.md" in _text(doc["result"])
