@@ -29,30 +29,28 @@ class Setting:
     group: str = "server"
 
 
-def _int(low: int, high: int) -> Callable[[str, str], int]:
-    def parse(name: str, raw: str) -> int:
+def _number(kind: type[int] | type[float], low: float, high: float) -> Callable[[str, str], Any]:
+    noun = "a whole number" if kind is int else "a number"
+    bounds = f"{int(low)}..{int(high)}" if kind is int else f"{low:g}..{high:g}"
+
+    def parse(name: str, raw: str) -> Any:
         try:
-            value = int(raw)
+            value = kind(raw)
         except ValueError:
-            raise ConfigError(f"{name}={raw!r} is not a whole number (expected {low}..{high})") from None
+            raise ConfigError(f"{name}={raw!r} is not {noun} (expected {bounds})") from None
         if not low <= value <= high:
-            raise ConfigError(f"{name}={value} is out of range (expected {low}..{high})")
+            raise ConfigError(f"{name}={value} is out of range (expected {bounds})")
         return value
 
     return parse
+
+
+def _int(low: int, high: int) -> Callable[[str, str], int]:
+    return _number(int, low, high)
 
 
 def _float(low: float, high: float) -> Callable[[str, str], float]:
-    def parse(name: str, raw: str) -> float:
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ConfigError(f"{name}={raw!r} is not a number (expected {low}..{high})") from None
-        if not low <= value <= high:
-            raise ConfigError(f"{name}={value} is out of range (expected {low}..{high})")
-        return value
-
-    return parse
+    return _number(float, low, high)
 
 
 def _bool(name: str, raw: str) -> bool:

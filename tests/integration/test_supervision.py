@@ -7,33 +7,40 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import psutil
 import pytest
 
 from tests.conftest import PYTHON, client_env
-from tests.integration.harness import error_of, process_gone, running_server
+from tests.integration.harness import Client, error_of, process_gone, running_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 DEBUG = {"LIGHTRAG_MCP_DEBUG_METHODS": "1"}
 FLAKY = Path(__file__).with_name("flaky_worker.py")
 
 
+async def call_while(client: Client, fault: Callable[[], None]) -> Any:
+    """Start a long worker call, inject `fault` while it runs, return the call's result."""
+    outcome: dict[str, Any] = {}
+
+    async def long_call() -> None:
+        outcome["result"] = await client.call("lightrag_debug", {"action": "sleep", "seconds": 60})
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(long_call)
+        await anyio.sleep(0.5)
+        fault()
+    return outcome["result"]
+
+
 async def test_sigkill_during_a_call_fails_it_at_once_and_the_next_call_works(home: Path) -> None:
     async with running_server(home, **DEBUG) as client:
         pid = await client.worker_pid()
-        async with anyio.create_task_group() as tg:
-            outcome: dict = {}
-
-            async def long_call() -> None:
-                outcome["result"] = await client.call("lightrag_debug", {"action": "sleep", "seconds": 60})
-
-            tg.start_soon(long_call)
-            await anyio.sleep(0.5)
-            os.kill(pid, signal.SIGKILL)
-        error = error_of(outcome["result"])
+        error = error_of(await call_while(client, lambda: os.kill(pid, signal.SIGKILL)))
         assert error["error_code"] == "WORKER_RESTARTED" and error["retryable"] is True
         health = await client.wait_ready(not_pid=pid)
         assert health["components"]["worker"]["restarts"] == 1
@@ -43,16 +50,8 @@ async def test_sigkill_during_a_call_fails_it_at_once_and_the_next_call_works(ho
 async def test_a_frozen_worker_is_detected_by_ping_and_replaced(home: Path) -> None:
     async with running_server(home, **DEBUG) as client:
         pid = await client.worker_pid()
-        async with anyio.create_task_group() as tg:
-            outcome: dict = {}
-
-            async def long_call() -> None:
-                outcome["result"] = await client.call("lightrag_debug", {"action": "sleep", "seconds": 60})
-
-            tg.start_soon(long_call)
-            await anyio.sleep(0.3)
-            os.kill(pid, signal.SIGSTOP)
-        assert error_of(outcome["result"])["error_code"] == "WORKER_RESTARTED"
+        result = await call_while(client, lambda: os.kill(pid, signal.SIGSTOP))
+        assert error_of(result)["error_code"] == "WORKER_RESTARTED"
         health = await client.wait_ready(not_pid=pid)
         assert "did not answer a ping" in health["components"]["worker"]["last_failure"]
         assert process_gone(pid)
