@@ -48,9 +48,19 @@ BUILTIN_LLM_NAME = "builtin-extractor"
 #   replayed after a real model of that name is configured.
 # * Gleaning can only answer "nothing more" here; skipping it saves a queued call
 #   and the token counting LightRAG does before it.
+# * Description merging: every time a document adds a fragment to an entity or a
+#   relation, LightRAG re-embeds it with ALL its fragments joined by <SEP> (up to
+#   ``force_llm_summary_on_merge`` fragments and ``summary_max_tokens`` tokens), so
+#   a frequent entity's vector text grew past the embedding window and cost as
+#   much as a chunk, once per document. With these, a third fragment (or ~100
+#   tokens) triggers our summary (``_answer_summary``: deterministic, about a
+#   millisecond), which stays within ``summary_length_recommended`` tokens.
 BUILTIN_LIGHTRAG_KWARGS: dict[str, Any] = {
     "llm_model_name": BUILTIN_LLM_NAME,
     "entity_extract_max_gleaning": 0,
+    "force_llm_summary_on_merge": 3,  # LightRAG's minimum
+    "summary_max_tokens": 100,
+    "summary_length_recommended": 60,
 }
 
 # PROMPTS["DEFAULT_TUPLE_DELIMITER"] / ["DEFAULT_COMPLETION_DELIMITER"] in 1.5.7.
@@ -99,6 +109,9 @@ _PIPE_NEAR_MARKUP_RE = re.compile(r"(?<=[<>#|])\||\|(?=[<>#|])")
 # bigger ones (custom huge chunks, ~1.2 us per character) go to a worker thread so
 # the event loop keeps answering pings meanwhile.
 INLINE_PROMPT_CHARS = 40_000
+
+# The shortest summary, whatever length the prompt asks for: one description fragment.
+SUMMARY_MIN_CHARS = 160
 
 # Hard caps whatever the prompt allows: the graph should stay readable.
 _MAX_ENTITIES_CAP = 60
@@ -257,7 +270,8 @@ def _answer_summary(prompt: str) -> str:
         if str(text).strip():
             descriptions.append(str(text))
     length = _SUMMARY_LENGTH_RE.search(prompt)
-    max_chars = min(2400, max(400, int(length.group(1)) * 4)) if length else 1600
+    # ~4 characters a token; never below one description fragment.
+    max_chars = min(2400, max(SUMMARY_MIN_CHARS, int(length.group(1)) * 4)) if length else 1600
     merged = merge_descriptions(descriptions, max_chars=max_chars)
     if not merged:
         name = _SUMMARY_NAME_RE.search(prompt)

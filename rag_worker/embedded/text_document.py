@@ -21,7 +21,7 @@ from .code_entities import (
     looks_like_code,
     scan_code,
 )
-from .text_scan import bounded, clean_inline, scan_sentence, split_sentences
+from .text_scan import bounded, clean_inline, ends_sentence, scan_sentence, split_sentences
 
 MAX_NAME_CHARS = 100
 
@@ -228,9 +228,34 @@ def _parse_source(builder: DocumentBuilder, lines: list[str]) -> None:
             paragraph.clear()
 
 
+# A line ending in one of these continues on the next line whatever its length.
+_JOINING_END_CHARS = ".!?…。！？,;:-–—(/&+"
+_SHORT_LINE_SHARE = 0.6
+
+
+def _wrap_width(lines: list[str]) -> int:
+    """The width the text is wrapped at: the 90th percentile of its line lengths."""
+    lengths = sorted(len(line.strip()) for line in lines if line.strip())
+    return lengths[(len(lengths) * 9) // 10] if lengths else 0
+
+
+def _ends_unit(line: str, width: int) -> bool:
+    """Whether a line ends a sentence, title or item, so the next line starts a new one.
+
+    Text extracted from PDFs keeps its layout lines: titles, table cells and
+    definition terms are short lines with no closing punctuation, and joining
+    them with the next line makes run-on "names" ("Landfill and Waste According");
+    a line that closes a sentence is not continued by a lowercase term either.
+    """
+    if ends_sentence(line):
+        return True
+    return width >= 40 and len(line) < width * _SHORT_LINE_SHARE and line[-1] not in _JOINING_END_CHARS
+
+
 def parse_document(builder: DocumentBuilder, text: str) -> None:
     """Walk the lines: fences, headings, tables, list items, paragraphs."""
     lines = text.split("\n")
+    width = _wrap_width(lines)
     fences = [i for i, line in enumerate(lines) if _FENCE_RE.match(line)]
     if not fences and (looks_like_code(lines) or (has_declaration(lines) and code_ratio(lines) >= 0.2)):
         _parse_source(builder, lines)
@@ -285,6 +310,8 @@ def parse_document(builder: DocumentBuilder, text: str) -> None:
             else:
                 flush()  # an empty quote line separates quoted paragraphs
         else:
+            if paragraph and _ends_unit(paragraph[-1], width):
+                flush()
             paragraph.append(stripped)
     flush()
     if fence and code:

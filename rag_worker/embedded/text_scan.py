@@ -94,6 +94,12 @@ def clean_inline(text: str) -> str:
     return " ".join(text.split())
 
 
+def ends_sentence(text: str) -> bool:
+    """Whether ``text`` ends a sentence (closing punctuation that is not an abbreviation)."""
+    text = text.rstrip(" \"'”’)]")
+    return bool(text) and text[-1] in ".!?…。！？" and not _ABBREVIATION_END_RE.search(text)
+
+
 def split_sentences(text: str) -> list[str]:
     """Split prose into sentences; abbreviations and initials do not end one."""
     pieces: list[str] = []
@@ -127,7 +133,8 @@ def _classify(tokens: list[str], name: str, before: str, after: str) -> tuple[st
     """Category and confidence for a capitalised run, from its words and context."""
     last, first, low = _last(tokens), tokens[0].lower(), name.lower()
     multi = len(tokens) > 1
-    if multi and (last in lx.ORG_SUFFIXES or (first in lx.ORG_PREFIXES and tokens[1] == "of")):
+    if multi and (last in lx.ORG_SUFFIXES or any(
+            t.lower() in lx.ORG_PREFIXES and nxt == "of" for t, nxt in zip(tokens, tokens[1:]))):
         return lx.ORGANIZATION, 2
     if low in lx.LOCATION_NAMES or (multi and last in lx.LOCATION_SUFFIXES):
         return lx.LOCATION, 2
@@ -235,6 +242,24 @@ def _runs(masked: str) -> list[list[tuple[int, str]]]:
     return runs
 
 
+def _split_at_of(run: list[tuple[int, str]]) -> list[list[tuple[int, str]]]:
+    """Split "Grace Moreau of Northwind Traders" in two names; keep "Bank of America".
+
+    A run is cut at its first "of" when at least two words precede it and the word
+    right before it is not an organisation word ("Technical University of Munich",
+    "Royal Society of Chemistry" stay whole).
+    """
+    for index, (_, token) in enumerate(run):
+        if token.lower() != "of":
+            continue
+        before = run[index - 1][1].lower() if index else ""
+        if index >= 2 and before not in lx.ORG_PREFIXES and before not in lx.ORG_SUFFIXES \
+                and index + 1 < len(run):
+            return [run[:index], run[index + 1:]]
+        break
+    return [run]
+
+
 def scan_sentence(sentence: str, query_mode: bool = False) -> list[Mention]:
     """All entity mentions in one sentence, ordered by position.
 
@@ -246,7 +271,7 @@ def scan_sentence(sentence: str, query_mode: bool = False) -> list[Mention]:
     masked = _identifier_mentions(sentence, mentions)
     first_word = _TOKEN_RE.search(masked)
     first_start = first_word.start() if first_word else -1
-    for run in _runs(masked):
+    for run in (part for whole in _runs(masked) for part in _split_at_of(whole)):
         while run and run[-1][1].lower() in lx.CONNECTORS:
             run = run[:-1]
         while run:
