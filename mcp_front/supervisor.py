@@ -62,6 +62,9 @@ class WorkerSupervisor:
         self.recycles_total = 0
         self.last_failure: str | None = None
         self.last_ping_rtt_ms: float | None = None
+        self.ping_rtt_max_ms = 0.0
+        self.pings_answered = 0
+        self.pings_missed = 0
         self.circuit_opened_at: float | None = None
         self.started_at = time.monotonic()
         self.first_ready_s: float | None = None
@@ -191,11 +194,14 @@ class WorkerSupervisor:
             if rtt is None:
                 if worker.exited.is_set():
                     continue  # reported as an exit on the next turn
+                self.pings_missed += 1
                 reason = f"the worker did not answer a ping within {self.settings.ping_timeout:g}s (hung)"
                 self.last_failure = reason
                 worker.kill(reason)
                 return "failed"
             self.last_ping_rtt_ms = round(rtt * 1000, 3)
+            self.ping_rtt_max_ms = max(self.ping_rtt_max_ms, self.last_ping_rtt_ms)
+            self.pings_answered += 1
             self._check_rss(worker)
             if self._recycle_reason is not None:
                 await self._recycle(worker, self._recycle_reason)
@@ -318,6 +324,9 @@ class WorkerSupervisor:
             "in_flight": worker.in_flight if worker else 0,
             "calls_served": worker.calls_started if worker else 0,
             "last_ping_rtt_ms": self.last_ping_rtt_ms,
+            "ping_rtt_max_ms": self.ping_rtt_max_ms,
+            "pings_answered": self.pings_answered,
+            "pings_missed": self.pings_missed,
             "last_failure": self.last_failure,
             "circuit_open": self.state == "circuit_open",
             "bad_frames": worker.bad_frames if worker else 0,
