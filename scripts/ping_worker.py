@@ -61,6 +61,7 @@ async def diagnose(count: int, timeout: float, probe: bool) -> dict[str, Any]:
                 break
             rtts.append(rtt * 1000)
         report["pings"] = {"sent": count, "answered": len(rtts)}
+        report["rtt_samples_ms"] = [round(rtt, 4) for rtt in rtts]
         if rtts:
             report["rtt_ms"] = {
                 "min": round(min(rtts), 3),

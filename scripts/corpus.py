@@ -1,0 +1,182 @@
+"""Generated documents for benchmarks and profiling: two-page reports with varied vocabulary
+(people, organisations, places, products, events, topical words) and, for benchmarks, one
+planted fact per document with the question that finds it."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+
+_FIRST = ("Alice", "Rahul", "Grace", "Kenji", "Fatima", "Lars", "Sofia", "Marco", "Priya", "Omar",
+          "Ingrid", "Carlos", "Elena", "Hiroshi", "Nicole", "Pierre", "Astrid", "Ravi", "Julia", "Sven")
+_LAST = ("Johnson", "Mehta", "Okafor", "Tanaka", "Haddad", "Nilsson", "Ricci", "Moreau", "Kowalski",
+         "Schneider", "Alvarez", "Novak", "Fischer", "Dubois", "Larsen", "Costa", "Petrov", "Yamada")
+_ORGS = ("Acme Corporation", "Initech Inc", "Globex Corporation", "Umbrella Labs", "Stark Industries",
+         "Wayne Enterprises", "Cyberdyne Systems", "Hooli Inc", "Vandelay Industries", "Soylent Corporation",
+         "Tyrell Corporation", "Aperture Science", "Massive Dynamics", "Oscorp Industries",
+         "Northwind Traders", "Contoso Ltd", "Fabrikam Inc", "Open Compute Foundation",
+         "Apache Software Foundation", "University of Leeds", "Technical University of Munich",
+         "Institute of Data Science", "Nordic Energy Agency", "Harbor Logistics Group")
+_CITIES = ("Berlin", "Paris", "London", "Tokyo", "Madrid", "Rome", "Vienna", "Oslo", "Stockholm",
+           "Amsterdam", "Lisbon", "Dublin", "Zurich", "Seoul", "Toronto", "Boston", "Chicago", "Sydney",
+           "Singapore", "Mumbai", "Nairobi", "Lagos", "Warsaw", "Prague")
+_PRODUCTS = ("Nimbus Scheduler", "Orion Relay", "Atlas Gateway", "Helix Store", "Quasar Engine",
+             "Vega Dashboard", "Pulsar Queue", "Comet Cache", "Nova Indexer", "Zenith Planner",
+             "Aurora Ledger", "Titan Router", "Polaris Monitor", "Lumen Tracer", "Cobalt Vault",
+             "Ember Pipeline", "Falcon Compiler", "Gemini Sync", "Halo Firewall", "Iris Search",
+             "StreamForge", "DataWeave", "GraphLoom", "TaskPilot", "LogHarbor", "MetricFlow",
+             "PostgreSQL", "Kubernetes", "Redis", "Kafka", "TensorFlow", "PyTorch")
+_EVENTS = ("KubeCon Europe", "PyCon Summit", "Data Council Conference", "Open Source Summit",
+           "Cloud Native Forum", "Strata Data Conference", "Web Summit", "Supply Chain Expo")
+_METHODS = ("Raft Consensus Algorithm", "Gradient Descent", "Merge Sort", "Bloom Filter Technique",
+            "Consistent Hashing Approach", "Monte Carlo Method", "Kalman Filter Method",
+            "Dynamic Programming Approach", "Paxos Protocol", "Two Phase Commit Protocol")
+_TOPICS = """
+graph entity relation chunk vector index query answer source document page worker server protocol
+pipeline embedding retrieval context keyword summary storage cluster latency throughput workspace
+identity supervisor restart timeout batch upload format metadata extraction tokenizer paragraph heading
+section citation evidence benchmark baseline customer ticket invoice contract policy release incident
+outage escalation agent model forecast inventory shipment warehouse supplier budget revenue margin
+audit compliance regulation patient clinic diagnosis treatment dosage trial cohort genome protein
+enzyme reactor turbine voltage battery charger sensor firmware antenna satellite orbit telescope
+harvest irrigation soil fertilizer drought rainfall reservoir bridge tunnel concrete steel beam
+classroom curriculum student teacher exam grade library archive manuscript museum exhibit painting
+sculpture melody rhythm orchestra concert ticketing festival stadium league season player coach
+transfer contract salary pension mortgage loan interest inflation currency exchange portfolio asset
+risk hedge derivative option futures commodity freight container vessel harbor runway terminal
+passenger luggage schedule delay route traffic signal junction highway parking emission carbon
+recycling waste landfill compost solar wind hydro grid substation transformer meter tariff
+""".split()
+_VERBS = ("improves", "reduces", "tracks", "replicates", "schedules", "validates", "compresses",
+          "stores", "monitors", "forecasts", "balances", "encrypts", "aggregates", "routes", "audits")
+
+
+def _person(rnd: random.Random) -> str:
+    return f"{rnd.choice(_FIRST)} {rnd.choice(_LAST)}"
+
+
+def _topic_sentence(rnd: random.Random) -> str:
+    words = [rnd.choice(_TOPICS) for _ in range(rnd.randint(7, 15))]
+    words.insert(rnd.randrange(1, len(words)), rnd.choice(_VERBS))
+    if rnd.random() < 0.3:
+        words.append(f"in {rnd.randint(2001, 2024)}")
+    text = " ".join(words)
+    return text[0].upper() + text[1:] + "."
+
+
+def _entity_sentence(rnd: random.Random) -> str:
+    t = rnd.randrange(8)
+    topic = rnd.choice(_TOPICS)
+    if t == 0:
+        return (f"{_person(rnd)} of {rnd.choice(_ORGS)} presented the {rnd.choice(_PRODUCTS)} at "
+                f"{rnd.choice(_EVENTS)} {rnd.randint(2015, 2024)} in {rnd.choice(_CITIES)}.")
+    if t == 1:
+        return (f"The {rnd.choice(_PRODUCTS)} uses the {rnd.choice(_METHODS)} to {rnd.choice(_VERBS)[:-1]} "
+                f"{topic} data across {rnd.randint(2, 40)} {rnd.choice(_TOPICS)} nodes.")
+    if t == 2:
+        return (f"{_person(rnd)} said the {topic} {rnd.choice(_TOPICS)} improved {rnd.choice(_TOPICS)} "
+                f"by {rnd.randint(3, 60)} percent after the move to {rnd.choice(_PRODUCTS)}.")
+    if t == 3:
+        return (f"{rnd.choice(_ORGS)} opened an office in {rnd.choice(_CITIES)} to support its "
+                f"{topic} and {rnd.choice(_TOPICS)} teams.")
+    if t == 4:
+        return (f"Dr. {_person(rnd)}, the chief {topic} officer at {rnd.choice(_ORGS)}, reviewed the "
+                f"{rnd.choice(_TOPICS)} report with {_person(rnd)}.")
+    if t == 5:
+        return (f"The {rnd.choice(_PRODUCTS)} {rnd.choice(_VERBS)} every {topic} with the "
+                f"{rnd.choice(_PRODUCTS)} before the {rnd.choice(_TOPICS)} review.")
+    if t == 6:
+        return (f"According to {rnd.choice(_ORGS)}, the {topic} {rnd.choice(_TOPICS)} in "
+                f"{rnd.choice(_CITIES)} grew to {rnd.randint(100, 99_999)} units in {rnd.randint(2001, 2024)}.")
+    return _topic_sentence(rnd)
+
+
+#: A planted fact, found again by the --queries check in every query mode.
+PLANTED_FACT = "The secret launch code for the Orion Relay is ZEBRA-7741."
+PLANTED_QUESTION = "What is the secret launch code for the Orion Relay?"
+PLANTED_ANSWER = "ZEBRA-7741"
+
+
+def generated_pages(number: int, *, seed: int = 7, page_chars: int = 2600,
+                    markdown: bool = False) -> tuple[str, list[str]]:
+    """Title and the two pages of generated document ``number`` (deterministic per seed)."""
+    rnd = random.Random(seed * 100_003 + number)
+    product = rnd.choice(_PRODUCTS)
+    title = f"{product} {rnd.choice(_TOPICS).title()} Report {number}"
+    pages: list[str] = []
+    for page_no in range(2):
+        lines: list[str] = [f"# {title}" if markdown else title] if page_no == 0 else []
+        size = 0
+        section = 0
+        while size < page_chars:
+            section += 1
+            heading = f"{rnd.choice(_TOPICS).title()} and {rnd.choice(_TOPICS).title()}"
+            lines.append(f"\n## {heading}" if markdown else f"\n{page_no + 1}.{section} {heading}")
+            paragraph = []
+            for _ in range(rnd.randint(4, 7)):
+                sentence = _entity_sentence(rnd) if rnd.random() < 0.55 else _topic_sentence(rnd)
+                paragraph.append(sentence)
+            if number == 17 and page_no == 1 and section == 1:
+                paragraph.insert(2, PLANTED_FACT)
+            text = " ".join(paragraph)
+            lines.append(text)
+            size += len(text) + len(heading)
+        pages.append("\n".join(lines))
+    return title, pages
+
+
+def generated_documents(count: int, *, seed: int = 7, fmt: str = "pdf") -> list[tuple[str, str]]:
+    """``count`` (file name, text) pairs of two-page documents, through PDF unless ``fmt`` is text."""
+    from rag_worker.ingest.pdf import extract_pdf
+    from tests.fixtures.documents import make_pdf
+
+    docs = []
+    for number in range(count):
+        title, pages = generated_pages(number, seed=seed, markdown=(fmt == "text"))
+        if fmt == "text":
+            docs.append((f"generated-{number:03d}.md", "\n\n".join(pages)))
+        else:
+            latin = [p.encode("latin-1", "replace").decode("latin-1") for p in pages]
+            text = extract_pdf(make_pdf(latin, title=title)).text
+            docs.append((f"generated-{number:03d}.pdf", text))
+    return docs
+
+
+@dataclass(frozen=True)
+class BenchDoc:
+    """A generated PDF with one fact that only it contains."""
+
+    name: str
+    pdf: bytes
+    pages: int
+    question: str
+    answer: str
+
+
+_CODES = ("HERON", "LYNX", "OSPREY", "KESTREL", "MARLIN", "PUMA", "IBEX", "CONDOR", "TAPIR", "EGRET")
+
+
+def bench_documents(count: int, *, seed: int = 11) -> list[BenchDoc]:
+    """`count` two-page PDFs; document i states who built the device coded `<NAME>-<i>`."""
+    from tests.fixtures.documents import make_pdf
+
+    docs = []
+    for number in range(count):
+        rnd = random.Random(seed * 7919 + number)
+        title, pages = generated_pages(number, seed=seed)
+        code = f"{_CODES[number % len(_CODES)]}-{1000 + number}"
+        builder = _person(rnd)
+        fact = f"The {code} prototype was built by {builder} in {rnd.choice(_CITIES)}."
+        pages[1] = fact + " " + pages[1]
+        latin = [page.encode("latin-1", "replace").decode("latin-1") for page in pages]
+        docs.append(
+            BenchDoc(
+                name=f"report-{number:04d}.pdf",
+                pdf=make_pdf(latin, title=title),
+                pages=len(pages),
+                question=f"Who built the {code} prototype?",
+                answer=builder,
+            )
+        )
+    return docs
