@@ -5,7 +5,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-done
 
-.PHONY: setup run test test-fast lint clean docs
+.PHONY: setup run test test-fast lint clean docs bench bench-full
 
 $(STAMP): pyproject.toml scripts/install_models.py
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -35,3 +35,9 @@ clean:
 
 docs: $(STAMP)
 	$(VPY) scripts/gen_docs.py
+
+bench: $(STAMP)
+	$(VPY) scripts/bench.py --quick --json bench-results.json --markdown bench-results.md
+
+bench-full: $(STAMP)
+	$(VPY) scripts/bench.py --json bench-results.json --markdown bench-results.md
