@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-
 _FIRST = ("Alice", "Rahul", "Grace", "Kenji", "Fatima", "Lars", "Sofia", "Marco", "Priya", "Omar",
           "Ingrid", "Carlos", "Elena", "Hiroshi", "Nicole", "Pierre", "Astrid", "Ravi", "Julia", "Sven")
 _LAST = ("Johnson", "Mehta", "Okafor", "Tanaka", "Haddad", "Nilsson", "Ricci", "Moreau", "Kowalski",

@@ -52,15 +52,17 @@ BUILTIN_LLM_NAME = "builtin-extractor"
 #   relation, LightRAG re-embeds it with ALL its fragments joined by <SEP> (up to
 #   ``force_llm_summary_on_merge`` fragments and ``summary_max_tokens`` tokens), so
 #   a frequent entity's vector text grew past the embedding window and cost as
-#   much as a chunk, once per document. With these, a third fragment (or ~100
+#   much as a chunk, once per document. With these, a third fragment (or 60
 #   tokens) triggers our summary (``_answer_summary``: deterministic, about a
-#   millisecond), which stays within ``summary_length_recommended`` tokens.
+#   millisecond), which stays within ``summary_length_recommended`` tokens
+#   (~200 characters), so a merged description is about one sentence longer
+#   than a fresh one.
 BUILTIN_LIGHTRAG_KWARGS: dict[str, Any] = {
     "llm_model_name": BUILTIN_LLM_NAME,
     "entity_extract_max_gleaning": 0,
     "force_llm_summary_on_merge": 3,  # LightRAG's minimum
-    "summary_max_tokens": 100,
-    "summary_length_recommended": 60,
+    "summary_max_tokens": 60,
+    "summary_length_recommended": 50,
 }
 
 # PROMPTS["DEFAULT_TUPLE_DELIMITER"] / ["DEFAULT_COMPLETION_DELIMITER"] in 1.5.7.

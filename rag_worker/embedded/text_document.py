@@ -247,8 +247,9 @@ def _ends_unit(line: str, width: int) -> bool:
     them with the next line makes run-on "names" ("Landfill and Waste According");
     a line that closes a sentence is not continued by a lowercase term either.
     """
-    if ends_sentence(line):
-        return True
+    line = line.rstrip()
+    if not line or ends_sentence(line):
+        return bool(line)
     return width >= 40 and len(line) < width * _SHORT_LINE_SHARE and line[-1] not in _JOINING_END_CHARS
 
 

@@ -43,9 +43,9 @@ DEFAULT_MAX_ENTITIES = 40
 DEFAULT_MAX_RECORDS = 100
 # Density bounds: at most one entity per CHARS_PER_ENTITY characters of the chunk and
 # one relation per CHARS_PER_RELATION (never fewer than the minimums), so a chunk of
-# 240 tokens (~1,000 characters) yields about 12 entities and 8 relations.
+# 240 tokens (~1,000 characters) yields at most 13 entities and 7 relations.
 CHARS_PER_ENTITY = 80
-CHARS_PER_RELATION = 120
+CHARS_PER_RELATION = 150
 MIN_ENTITIES = 6
 MIN_RELATIONS = 4
 
@@ -87,6 +87,7 @@ class _Rel:
     first: int
     count: int = 0
     gap: int = 1 << 30  # closest distance of the two mentions in one sentence
+    rank: int = 0  # a section link's position among its heading's links
     words: list[str] = field(default_factory=list)
     description: str = ""
 
@@ -162,10 +163,13 @@ def _select(builder: DocumentBuilder, max_entities: int) -> list[Candidate]:
                        for w in _WORD_RE.findall(unit.text) if w.islower()}
     cands = {k: c for k, c in cands.items()
              if not (_rank_group(c) >= 3 and " " not in c.name and c.name.lower() in lowercase_words)}
+    # The document title and code declarations first; section headings take their
+    # turn where they stand, like a sentence.
     chosen: dict[str, None] = dict.fromkeys(
-        sorted((k for k, c in cands.items() if c.group < 2), key=rank)[:limit])
+        sorted((k for k, c in cands.items() if c.group == 1 or (c.group == 0 and c.level <= 1)),
+               key=rank)[:limit])
     queues = [sorted(dict.fromkeys(k for _, k in unit.mentions if k in cands), key=rank)
-              for unit in builder.units if unit.kind == "prose" and unit.mentions]
+              for unit in builder.units if unit.kind in ("prose", "heading") and unit.mentions]
     for weak_round in (False, True):
         depth = 0
         while len(chosen) < limit and any(depth < len(q) for q in queues):
@@ -204,6 +208,7 @@ def _window(text: str, start: int, end: int, limit: int) -> str:
     text = text.strip()
     if len(text) <= limit:
         return text
+    limit = max(limit, 8)
     start, end = max(0, min(start, len(text))), max(0, min(end, len(text)))
     # Some words before the mention, the rest after it.
     lo = max(0, min(start - limit // 4, len(text) - limit))
@@ -354,14 +359,17 @@ def _relations(builder: DocumentBuilder, selected: dict[str, Candidate]) -> list
             unit_text = next((u.text for u in builder.units if u.section == section and u.kind != "heading"
                               and any(k == key for _, k in u.mentions)), "")
             link_rounds[position].append((head_key, key, unit_text))
-    for round_links in link_rounds:  # every heading's first link before any second one
+    for position, round_links in enumerate(link_rounds):  # every heading's first link, then the second
         for head_key, key, unit_text in round_links:
             rel = touch(head_key, key, "section")
+            if rel is not None and rel.kind == "section" and rel.count == 1:
+                rel.rank = position
             if rel is not None and not rel.description:
                 head, name = selected[head_key].name, selected[key].name
                 start, end = _mention_offset(unit_text, [], key, name)
                 prefix = f'Section "{head}": '
-                rel.description = prefix + _window(unit_text, start, end, MAX_RELATION_DESC_CHARS - len(prefix))
+                room = max(MAX_RELATION_DESC_CHARS // 2, MAX_RELATION_DESC_CHARS - len(prefix))
+                rel.description = prefix + _window(unit_text, start, end, room)
     for parent, child in builder.subsections:
         p_key, c_key = builder.units[parent].mentions[0][1], builder.units[child].mentions[0][1]
         rel = touch(p_key, c_key, "subsection")
@@ -377,12 +385,15 @@ def _relations(builder: DocumentBuilder, selected: dict[str, Candidate]) -> list
 def _choose_relations(rels: list[_Rel], selected: dict[str, Candidate], limit: int) -> list[_Rel]:
     """The ``limit`` strongest relations: code structure and headings (at most half of
     the room when sentences relate enough pairs), then the closest co-occurrences."""
+    # Code structure, then each heading's first link, subsections, further links.
+    priority = {"defines": 0, "calls": 0, "section": 1, "subsection": 2, "section2": 3}
     structure = sorted((r for r in rels if r.kind != "cooccurrence"),
-                       key=lambda r: (r.kind not in ("defines", "calls"), r.kind != "subsection", r.first))
+                       key=lambda r: (priority[r.kind + ("2" if r.kind == "section" and r.rank else "")],
+                                      r.first))
     weak = {key for key, c in selected.items() if _rank_group(c) >= 3}
     cooccurrence = sorted((r for r in rels if r.kind == "cooccurrence"),
                           key=lambda r: (-r.count, (r.a in weak) + (r.b in weak), r.gap, r.first))
-    quota = max(limit // 2, limit - len(cooccurrence))
+    quota = max(-(-limit // 2), limit - len(cooccurrence))
     chosen = structure[:quota]
     # First the pairs that relate an entity nothing relates yet (a sentence naming
     # five entities would otherwise take every slot), then the rest in order.

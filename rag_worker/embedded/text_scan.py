@@ -134,7 +134,7 @@ def _classify(tokens: list[str], name: str, before: str, after: str) -> tuple[st
     last, first, low = _last(tokens), tokens[0].lower(), name.lower()
     multi = len(tokens) > 1
     if multi and (last in lx.ORG_SUFFIXES or any(
-            t.lower() in lx.ORG_PREFIXES and nxt == "of" for t, nxt in zip(tokens, tokens[1:]))):
+            t.lower() in lx.ORG_PREFIXES and nxt == "of" for t, nxt in zip(tokens, tokens[1:], strict=False))):
         return lx.ORGANIZATION, 2
     if low in lx.LOCATION_NAMES or (multi and last in lx.LOCATION_SUFFIXES):
         return lx.LOCATION, 2
