@@ -73,6 +73,9 @@ class WorkerState:
         if self.engines is not None:
             with anyio.move_on_after(15, shield=True):
                 await self.engines.close_all()
+        from rag_worker.ingest.isolation import shutdown_extractors
+
+        shutdown_extractors()
 
 
 @dataclass

@@ -22,7 +22,7 @@ class ProtocolFds:
     parent_pid: int
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when its parent dies (no orphan after a front SIGKILL)."""
     if not sys.platform.startswith("linux"):
         return
@@ -37,7 +37,7 @@ def _die_with_parent() -> None:
 def claim_protocol_fds() -> ProtocolFds:
     """Move the protocol onto private descriptors; redirect fd 0/1 away from it."""
     parent_pid = os.getppid()
-    _die_with_parent()
+    die_with_parent()
     read_fd = os.dup(0)
     write_fd = os.dup(1)
     devnull = os.open(os.devnull, os.O_RDONLY)

@@ -11,26 +11,41 @@ from rag_worker.documents import SourceDocument, state_of
 from rag_worker.indexing import describe_ingest, index_document
 from rag_worker.ingest import (
     BYTES_PER_MB,
+    FORMATS,
     DocFormat,
     ExtractedDocument,
     data_url_mime,
     decode_base64,
     detect_format,
-    extract_document,
+    extract_isolated,
     normalize_mime,
     sanitize_filename,
     validate_metadata,
 )
 
-CANONICAL_MIME = {DocFormat.PDF: "application/pdf", DocFormat.MARKDOWN: "text/markdown", DocFormat.TEXT: "text/plain"}
+# How long one file's text extraction may run in its extractor process before it is killed.
+EXTRACTION_TIMEOUT_S = 120.0
 
 
 def _decode_and_extract(
     content: str, filename: str, declared: str | None, max_bytes: int
 ) -> tuple[DocFormat, int, ExtractedDocument]:
+    """Decode and identify the upload here (cheap, bounded); parse it in an extractor process."""
     data = decode_base64(content, max_bytes)
     fmt = detect_format(data, filename, declared)
-    return fmt, len(data), extract_document(data, fmt)
+    return fmt, len(data), extract_isolated(data, fmt, filename=filename, timeout=EXTRACTION_TIMEOUT_S)
+
+
+def _stored_mime(fmt: DocFormat, declared: str | None) -> str:
+    """The declared type when it says more than the format's own (text/x-python), else the canonical one.
+
+    Aliases clients send for want of a better type (text/plain for Markdown, application/zip
+    or application/vnd.ms-excel for Office and CSV) are replaced by the canonical type.
+    """
+    mime = normalize_mime(declared)
+    if mime and mime.startswith("text/") and mime != "text/plain" and FORMATS[fmt].is_text:
+        return mime
+    return FORMATS[fmt].canonical_mime
 
 
 async def upload(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -43,7 +58,7 @@ async def upload(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     source = SourceDocument(
         name=filename,
         text=extracted.text,
-        mime_type=normalize_mime(declared) if declared and fmt is not DocFormat.PDF else CANONICAL_MIME[fmt],
+        mime_type=_stored_mime(fmt, declared),
         size_bytes=size,
         pages=extracted.pages,
         title=extracted.title,
@@ -124,6 +139,3 @@ async def get_status(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any
 
 def _times(row: dict[str, Any]) -> dict[str, Any]:
     return {"created_at": row.get("created_at"), "updated_at": row.get("updated_at")}
-
-
-

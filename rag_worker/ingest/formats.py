@@ -1,8 +1,9 @@
 """Which document format an upload is: its extension, declared MIME type and bytes must agree.
 
 One table, `FORMATS`, says for each format its extensions, the MIME types that may declare it
-and how to recognise its content.  Adding HTML, DOCX, PPTX, XLSX, CSV, JSON or source code
-later means adding a `DocFormat` member, a `FormatSpec` row and an extractor.
+(with the aliases clients really send), the type stored with the document, and how to
+recognise its content.  Adding a format means adding a `DocFormat` member, a `FormatSpec`
+row and an extractor in `extract_document`.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from dataclasses import dataclass
 
 from protocol.errors import ErrorCode, RagError
 
+from . import source_code
+from .html_text import decode_html, is_html_page, looks_like_html
+from .magic import OTHER_SIGNATURES, PDF_MAGIC, looks_like_json, looks_like_pdf, looks_like_text
+from .ooxml import OfficeKind, is_office_kind, office_kind
 from .text import decode_text
 
-PDF_MAGIC = b"%PDF-"
-# The PDF spec lets readers accept a header within the first 1024 bytes (junk before it).
-PDF_HEADER_WINDOW = 1024
 # Declared types that mean "I don't know": the extension and the bytes decide.
 UNKNOWN_MIME_TYPES = frozenset({"application/octet-stream", "binary/octet-stream", "application/unknown"})
 
@@ -28,35 +30,28 @@ class DocFormat(enum.StrEnum):
     PDF = "pdf"
     MARKDOWN = "markdown"
     TEXT = "text"
+    HTML = "html"
+    DOCX = "docx"
+    PPTX = "pptx"
+    XLSX = "xlsx"
+    CSV = "csv"
+    JSON = "json"
+    CODE = "code"
 
 
-def looks_like_pdf(data: bytes) -> bool:
-    """True if a `%PDF-` header starts within the first 1024 bytes."""
-    return data.find(PDF_MAGIC, 0, PDF_HEADER_WINDOW + len(PDF_MAGIC)) >= 0
-
-
-# Magic numbers of common files people upload by mistake, to say what the content *is*.
-_OTHER_SIGNATURES: tuple[tuple[bytes, str], ...] = (
-    (b"PK\x03\x04", "a ZIP archive (such as DOCX, XLSX or PPTX)"),
-    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
-    (b"\xff\xd8\xff", "a JPEG image"),
-    (b"GIF8", "a GIF image"),
-    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an old Microsoft Office file (DOC, XLS or PPT)"),
-    (b"\x1f\x8b", "a gzip archive"),
-    (b"{\\rtf", "an RTF document"),
-)
-
-
-def looks_like_text(data: bytes) -> bool:
-    """True for UTF-8 (BOM optional) or BOM-marked UTF-16 without NULs, that is no known binary format."""
-    if data.startswith(PDF_MAGIC) or any(data.startswith(sig) for sig, _ in _OTHER_SIGNATURES):
-        return False
-    return decode_text(data) is not None
+def _office(kind: OfficeKind) -> Callable[[bytes], bool]:
+    return lambda data: is_office_kind(data, kind)
 
 
 @dataclass(frozen=True)
 class FormatSpec:
-    """What identifies one format: a label for messages, extensions, MIME types, a content check."""
+    """What identifies one format and how it is named.
+
+    `matches` is the content check; for Office formats it also refuses zip bombs (raising
+    `RagError`), so an unsafe archive is stopped while its format is detected.
+    `canonical_mime` is stored with a document whose declared type says nothing more.
+    `noun` names such content in messages ("not a PDF", "not a Word document (DOCX)").
+    """
 
     format: DocFormat
     label: str
@@ -64,7 +59,12 @@ class FormatSpec:
     mime_types: frozenset[str]
     matches: Callable[[bytes], bool]
     is_text: bool
+    canonical_mime: str
+    noun: str
 
+
+_ZIP_TYPES = frozenset({"application/zip", "application/x-zip-compressed", "application/x-zip"})
+_OOXML = "application/vnd.openxmlformats-officedocument"
 
 FORMATS: dict[DocFormat, FormatSpec] = {
     spec.format: spec
@@ -76,6 +76,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             frozenset({"application/pdf", "application/x-pdf", "application/acrobat"}),
             looks_like_pdf,
             is_text=False,
+            canonical_mime="application/pdf",
+            noun="a PDF",
         ),
         FormatSpec(
             DocFormat.MARKDOWN,
@@ -85,6 +87,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             frozenset({"text/markdown", "text/x-markdown", "text/plain"}),
             looks_like_text,
             is_text=True,
+            canonical_mime="text/markdown",
+            noun="Markdown",
         ),
         FormatSpec(
             DocFormat.TEXT,
@@ -93,6 +97,91 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             frozenset({"text/plain"}),
             looks_like_text,
             is_text=True,
+            canonical_mime="text/plain",
+            noun="plain text",
+        ),
+        FormatSpec(
+            DocFormat.HTML,
+            "HTML",
+            (".html", ".htm", ".xhtml"),
+            frozenset({"text/html", "application/xhtml+xml", "application/xhtml"}),
+            looks_like_html,
+            is_text=True,
+            canonical_mime="text/html",
+            noun="HTML",
+        ),
+        FormatSpec(
+            DocFormat.DOCX,
+            "Word",
+            (".docx",),
+            # Old Windows registries send application/msword for every Word file.
+            frozenset({f"{_OOXML}.wordprocessingml.document", "application/msword"}) | _ZIP_TYPES,
+            _office("docx"),
+            is_text=False,
+            canonical_mime=f"{_OOXML}.wordprocessingml.document",
+            noun="a Word document (DOCX)",
+        ),
+        FormatSpec(
+            DocFormat.PPTX,
+            "PowerPoint",
+            (".pptx",),
+            frozenset({f"{_OOXML}.presentationml.presentation", "application/vnd.ms-powerpoint"}) | _ZIP_TYPES,
+            _office("pptx"),
+            is_text=False,
+            canonical_mime=f"{_OOXML}.presentationml.presentation",
+            noun="a PowerPoint presentation (PPTX)",
+        ),
+        FormatSpec(
+            DocFormat.XLSX,
+            "Excel",
+            (".xlsx",),
+            frozenset({f"{_OOXML}.spreadsheetml.sheet", "application/vnd.ms-excel"}) | _ZIP_TYPES,
+            _office("xlsx"),
+            is_text=False,
+            canonical_mime=f"{_OOXML}.spreadsheetml.sheet",
+            noun="an Excel workbook (XLSX)",
+        ),
+        FormatSpec(
+            DocFormat.CSV,
+            "CSV",
+            (".csv", ".tsv"),
+            # Windows browsers send application/vnd.ms-excel for .csv (Excel owns the extension).
+            frozenset(
+                {
+                    "text/csv",
+                    "application/csv",
+                    "text/x-csv",
+                    "application/x-csv",
+                    "text/comma-separated-values",
+                    "text/tab-separated-values",
+                    "application/vnd.ms-excel",
+                    "text/plain",
+                }
+            ),
+            looks_like_text,
+            is_text=True,
+            canonical_mime="text/csv",
+            noun="CSV",
+        ),
+        FormatSpec(
+            DocFormat.JSON,
+            "JSON",
+            (".json",),
+            frozenset({"application/json", "text/json", "application/x-json", "text/plain"}),
+            looks_like_json,
+            is_text=True,
+            canonical_mime="application/json",
+            noun="JSON",
+        ),
+        FormatSpec(
+            DocFormat.CODE,
+            "source code",
+            tuple(source_code.LANGUAGES),
+            source_code.MIME_TYPES,
+            looks_like_text,
+            is_text=True,
+            canonical_mime="text/plain",
+            noun="source code",
         ),
     )
 }
@@ -101,8 +190,13 @@ _BY_EXTENSION = {ext: spec for spec in FORMATS.values() for ext in spec.extensio
 
 
 def supported_types() -> str:
-    """The supported formats for messages: `PDF (.pdf), Markdown (.md, …), plain text (.txt, …)`."""
-    return ", ".join(f"{spec.label} ({', '.join(spec.extensions)})" for spec in FORMATS.values())
+    """The supported formats for messages: `PDF (.pdf), Markdown (.md, …), …, source code (.py, .js, … and 80 more)`."""
+    parts = []
+    for spec in FORMATS.values():
+        shown = ", ".join(spec.extensions[:6])
+        more = f" and {len(spec.extensions) - 6} more" if len(spec.extensions) > 6 else ""
+        parts.append(f"{spec.label} ({shown}{more})")
+    return ", ".join(parts)
 
 
 def normalize_mime(declared: str | None) -> str | None:
@@ -122,14 +216,18 @@ def extension_of(filename: str) -> str:
 
 
 def describe_content(data: bytes) -> str:
-    """What the bytes look like, for messages: "a PDF", "text", "a PNG image", "binary data"."""
+    """What the bytes look like, for messages: "a PDF", "a Word document (DOCX)", "text", "binary data"."""
     if data.startswith(PDF_MAGIC):
         return "a PDF"
-    for signature, description in _OTHER_SIGNATURES:
+    kind = office_kind(data)
+    if kind is not None:
+        return FORMATS[DocFormat(kind)].noun
+    for signature, description in OTHER_SIGNATURES:
         if data.startswith(signature):
             return description
     if decode_text(data) is not None:
-        return "text"
+        text = decode_html(data)
+        return "an HTML page" if text is not None and is_html_page(text) else "text"
     if looks_like_pdf(data):
         return "a PDF"
     return "binary data"
@@ -139,9 +237,16 @@ def _unsupported(message: str) -> RagError:
     return RagError(ErrorCode.UNSUPPORTED_FORMAT, message)
 
 
-def _spec_for_mime(mime: str) -> FormatSpec | None:
-    """The format a MIME type names when the file name has no extension (the first listed wins)."""
-    return next((spec for spec in FORMATS.values() if mime in spec.mime_types), None)
+def _spec_for_mime(mime: str, data: bytes | None = None) -> FormatSpec | None:
+    """The format a MIME type names when the file name has no extension.
+
+    A type several formats accept (`application/zip`, `text/plain`) picks the first whose
+    content check passes, else the first listed.
+    """
+    candidates = [spec for spec in FORMATS.values() if mime in spec.mime_types]
+    if data is not None and len(candidates) > 1:
+        return next((spec for spec in candidates if spec.matches(data)), candidates[0])
+    return candidates[0] if candidates else None
 
 
 def detect_format(data: bytes, filename: str, declared_mime: str | None) -> DocFormat:
@@ -169,7 +274,7 @@ def detect_format(data: bytes, filename: str, declared_mime: str | None) -> DocF
                 f"Supported types: {supported_types()}."
             )
     else:
-        spec = _spec_for_mime(mime) if mime else None
+        spec = _spec_for_mime(mime, data) if mime else None
         if spec is None:
             declared = f"the declared type {mime} is not supported" if mime else "no type was declared"
             raise _unsupported(
@@ -194,9 +299,5 @@ def detect_format(data: bytes, filename: str, declared_mime: str | None) -> DocF
                 f"binary content declared as text ({mime or ext}): the file is not UTF-8 or UTF-16 text."
             )
         claim = f"declared {mime}" if mime else f"the file name ends in {ext}"
-        raise _unsupported(f"{claim} but the content is {content}, not {_article(spec.label)}.")
+        raise _unsupported(f"{claim} but the content is {content}, not {spec.noun}.")
     return spec.format
-
-
-def _article(label: str) -> str:
-    return f"a {label}" if label == "PDF" else label

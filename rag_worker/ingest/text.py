@@ -21,6 +21,8 @@ _SETEXT_H1_RE = re.compile(r"^ {0,3}=+[ \t]*$")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FRONT_MATTER_TITLE_RE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.IGNORECASE)
 
+EMPTY_TEXT_MESSAGE = "The file contains no text (it is empty or only whitespace)."
+
 
 def decode_text(data: bytes) -> str | None:
     """`data` as text (UTF-8 with or without BOM, or UTF-16 with BOM), or None if it is not text.
@@ -96,6 +98,17 @@ def markdown_title(text: str) -> str | None:
     return None
 
 
+def require_text(data: bytes) -> str:
+    """`data` decoded as text with `\\n` line ends; raises `UNSUPPORTED_FORMAT` if it is not text."""
+    text = decode_text(data)
+    if text is None:
+        raise RagError(
+            ErrorCode.UNSUPPORTED_FORMAT,
+            "binary content declared as text: the file is not UTF-8 or UTF-16 text; save it as UTF-8.",
+        )
+    return normalize_newlines(text)
+
+
 def extract_text_document(data: bytes, fmt: DocFormat) -> ExtractedDocument:
     """Decode a Markdown or plain-text file into an `ExtractedDocument` (one page).
 
@@ -103,15 +116,9 @@ def extract_text_document(data: bytes, fmt: DocFormat) -> ExtractedDocument:
     Raises `UNSUPPORTED_FORMAT` if the bytes are not text and `EXTRACTION_FAILED` if the
     file holds only whitespace.
     """
-    text = decode_text(data)
-    if text is None:
-        raise RagError(
-            ErrorCode.UNSUPPORTED_FORMAT,
-            "binary content declared as text: the file is not UTF-8 or UTF-16 text; save it as UTF-8.",
-        )
-    text = normalize_newlines(text)
+    text = require_text(data)
     if not text.strip():
-        raise RagError(ErrorCode.EXTRACTION_FAILED, "The file contains no text (it is empty or only whitespace).")
+        raise RagError(ErrorCode.EXTRACTION_FAILED, EMPTY_TEXT_MESSAGE)
     return ExtractedDocument(
         text=text,
         pages=1,

@@ -234,8 +234,8 @@ def test_zip_declared_as_markdown_says_it_is_an_archive() -> None:
 
 
 def test_unknown_extension_lists_supported_types() -> None:
-    message = fails(ErrorCode.UNSUPPORTED_FORMAT, detect_format, b"PK\x03\x04", "slides.pptx", None)
-    assert message.startswith("'.pptx' files are not supported")
+    message = fails(ErrorCode.UNSUPPORTED_FORMAT, detect_format, b"PK\x03\x04", "slides.key", None)
+    assert message.startswith("'.key' files are not supported")
     assert "PDF (.pdf)" in message and "Markdown (.md" in message and "plain text (.txt" in message
 
 
