@@ -70,8 +70,9 @@ TOOLS: tuple[Tool, ...] = (
         name="upload_to_lightrag",
         title="Upload a document",
         description=(
-            "Add a document to your knowledge base: PDF, Markdown or plain text, sent as base64 with its "
-            "filename (e.g. report.pdf) and MIME type. Identical content is not indexed twice; a new version "
+            "Add a document to your knowledge base: PDF, Markdown, plain text, HTML, Word (DOCX), PowerPoint "
+            "(PPTX), Excel (XLSX), CSV, JSON or source code, sent as base64 with its filename (e.g. report.pdf) "
+            "and MIME type. Identical content is not indexed twice; a new version "
             "under the same filename replaces the old one. Returns the document id, pages, words, chunks, "
             "entities and relations; if indexing takes longer than about 45 s it returns a track_id to poll "
             "with lightrag_get_status."
