@@ -16,11 +16,11 @@ from typing import Any
 import jsonschema
 import mcp.types as types
 
+from mcp_front.health import HEALTH_OUTPUT_SCHEMA
+from mcp_front.render import Renderer, render_json, render_query
 from protocol import ErrorCode, MethodSpec, RagError
 from protocol import methods as m
 from protocol.schema import Schema
-from mcp_front.health import HEALTH_OUTPUT_SCHEMA
-from mcp_front.render import Renderer, render_json, render_query
 
 INGEST_TIMEOUT = 600.0
 MAX_ERROR_DETAIL = 300

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import mcp.types as types
+
 from protocol import RagError
 
 

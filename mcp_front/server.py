@@ -23,17 +23,17 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from protocol import ErrorCode, RagError
-from protocol import methods as m
-from protocol.bindings_config import validate_binding_settings
-from protocol.logs import correlation_id, setup_logging
-from protocol.settings import ConfigError, Settings, env_example, load_settings, settings_markdown
 from mcp_front.catalogue import TOOLS, Catalogue, Tool, tools_markdown
 from mcp_front.health import FRONT_VERSION, health_check
 from mcp_front.identity import Identity, resolve_identity
 from mcp_front.results import error_result, tool_result
 from mcp_front.supervisor import WorkerSupervisor, front_rss_mb
 from mcp_front.worker_process import worker_command
+from protocol import ErrorCode, RagError
+from protocol import methods as m
+from protocol.bindings_config import validate_binding_settings
+from protocol.logs import correlation_id, setup_logging
+from protocol.settings import ConfigError, Settings, env_example, load_settings, settings_markdown
 
 log = logging.getLogger("mcp_front")
 

@@ -31,7 +31,7 @@ class ErrorInfo:
     retryable: bool = False
 
 
-class ErrorCode(str, enum.Enum):
+class ErrorCode(enum.StrEnum):
     """Error codes a client may see, in `structuredContent.error_code`."""
 
     # General

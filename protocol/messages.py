@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from protocol.errors import JsonRpcCode, RagError
 
-RequestId = Union[int, str]
+RequestId = int | str
 
 
 class InvalidMessage(Exception):
@@ -71,7 +71,7 @@ class Response:
         return wire
 
 
-Message = Union[Request, Notification, Response]
+Message = Request | Notification | Response
 
 
 def _valid_id(value: Any) -> bool:

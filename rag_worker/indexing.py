@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -89,7 +89,7 @@ def _catalog_record(source: SourceDocument, content_hash: str, track_id: str) ->
         "pages": source.pages,
         "words": source.words,
         "content_hash": content_hash,
-        "uploaded_at": datetime.now(timezone.utc).isoformat(),
+        "uploaded_at": datetime.now(UTC).isoformat(),
         "track_id": track_id,
         "metadata": source.metadata or {},
     }

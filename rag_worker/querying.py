@@ -115,7 +115,7 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
             "chunks_used": len(sources),
             "processing_time_s": round(time.perf_counter() - started, 3),
             "keywords": metadata.get("keywords") or {},
-            "token_usage": _token_usage(ws, context, answer),
+            "token_usage": _token_usage(context, answer),
             "cache_hit": False,
             "llm": ws.components.get("llm_name"),
         },
@@ -226,9 +226,9 @@ def _context_text(sources: list[dict[str, Any]], data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _token_usage(ws: Workspace, context: str | None, answer: str | None) -> dict[str, int | None]:
-    tokenizer = ws.rag.tokenizer
-    prompt = len(tokenizer.encode(context)) if context else None
-    completion = len(tokenizer.encode(answer)) if answer else None
+def _token_usage(context: str | None, answer: str | None) -> dict[str, Any]:
+    """Token counts estimated at 4 characters a token (exact counting cost ~1 ms a query)."""
+    prompt = len(context) // 4 if context else None
+    completion = len(answer) // 4 if answer else None
     total = (prompt or 0) + (completion or 0) if (prompt or completion) else None
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total, "estimated": True}

@@ -19,7 +19,7 @@ SECTIONS = {"tools": tools_markdown(TOOLS), "settings": settings_markdown()}
 def render(readme: str) -> str:
     for name, body in SECTIONS.items():
         pattern = re.compile(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)", re.S)
-        readme = pattern.sub(lambda match: f"{match.group(1)}{body}\n{match.group(2)}", readme)
+        readme = pattern.sub(lambda match, body=body: f"{match.group(1)}{body}\n{match.group(2)}", readme)
     return readme
 
 

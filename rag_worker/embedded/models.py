@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -201,6 +202,9 @@ class OnnxSentenceEmbedder:
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
+QUERY_CACHE_SIZE = 256
+
+
 def make_embedding_func(embedder: OnnxSentenceEmbedder, limiter: anyio.CapacityLimiter) -> EmbeddingFunc:
     """Wrap *embedder* as LightRAG's ``EmbeddingFunc`` (384 dims, max_token_size 240).
 
@@ -210,11 +214,21 @@ def make_embedding_func(embedder: OnnxSentenceEmbedder, limiter: anyio.CapacityL
     import anyio.to_thread
     from lightrag.utils import EmbeddingFunc
 
+    recent: OrderedDict[str, np.ndarray] = OrderedDict()  # single texts: queries, embedded twice per query
+
     async def embed(texts: list[str], **kwargs: Any) -> np.ndarray:
         # kwargs: LightRAG may pass e.g. context="document"/"query"; the model is symmetric.
         if not texts:
             return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
-        return await anyio.to_thread.run_sync(embedder.embed, list(texts), limiter=limiter)
+        if len(texts) == 1 and texts[0] in recent:
+            recent.move_to_end(texts[0])
+            return recent[texts[0]][None, :].copy()
+        vectors = await anyio.to_thread.run_sync(embedder.embed, list(texts), limiter=limiter)
+        if len(texts) == 1:
+            recent[texts[0]] = vectors[0]
+            while len(recent) > QUERY_CACHE_SIZE:
+                recent.popitem(last=False)
+        return vectors
 
     # A plain closure: deepcopy (LightRAG's asdict) treats functions as atomic.
     return EmbeddingFunc(embedding_dim=EMBEDDING_DIM, func=embed, max_token_size=MAX_TOKEN_SIZE, model_name=MODEL_NAME)
