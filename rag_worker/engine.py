@@ -103,6 +103,27 @@ def lightrag_kwargs(components: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
+async def new_lightrag(
+    working_dir: Path | str, workspace: str, components: dict[str, Any], **overrides: Any
+) -> Any:
+    """An initialized LightRAG instance built the one way this project builds them
+    (the worker, the benchmarks' direct floor and the profiling script all use it)."""
+    from lightrag import LightRAG
+
+    rag = LightRAG(
+        working_dir=str(working_dir),
+        workspace=workspace,
+        embedding_func=components["embedding_func"],
+        llm_model_func=components["llm_model_func"],
+        tokenizer=components["tokenizer"],
+        enable_llm_cache=False,  # the answer cache ignores new documents (reference)
+        enable_llm_cache_for_entity_extract=True,  # delete/rebuild relies on it
+        **{**lightrag_kwargs(components), **overrides},
+    )
+    await rag.initialize_storages()
+    return rag
+
+
 class EngineRegistry:
     """Owns every LightRAG instance in this worker."""
 
@@ -148,19 +169,7 @@ class EngineRegistry:
         try:
             components = await self._shared_components()
             self._check_embedding_model(workspace, components)
-            from lightrag import LightRAG
-
-            rag = LightRAG(
-                working_dir=str(self._root),
-                workspace=workspace,
-                embedding_func=components["embedding_func"],
-                llm_model_func=components["llm_model_func"],
-                tokenizer=components["tokenizer"],
-                enable_llm_cache=False,  # the answer cache ignores new documents (reference)
-                enable_llm_cache_for_entity_extract=True,  # delete/rebuild relies on it
-                **lightrag_kwargs(components),
-            )
-            await rag.initialize_storages()
+            rag = await new_lightrag(self._root, workspace, components)
             catalog = DocumentCatalog(rag)
             await catalog.initialize()
         except BaseException:

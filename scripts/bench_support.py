@@ -136,26 +136,13 @@ class DirectLightRAG:
         self.rag: Any = None
 
     async def open(self) -> None:
-        from lightrag import LightRAG
-
         from protocol.settings import load_settings
         from rag_worker.bindings import build_components
-        from rag_worker.engine import import_lightrag, lightrag_kwargs
+        from rag_worker.engine import import_lightrag, new_lightrag
 
         import_lightrag()
-        limiter = anyio.CapacityLimiter(4)
-        components = await build_components(load_settings({"WORKING_DIR": str(self._dir)}), limiter)
-        self.rag = LightRAG(
-            working_dir=str(self._dir),
-            workspace="direct",
-            embedding_func=components["embedding_func"],
-            llm_model_func=components["llm_model_func"],
-            tokenizer=components["tokenizer"],
-            enable_llm_cache=False,
-            enable_llm_cache_for_entity_extract=True,
-            **lightrag_kwargs(components),
-        )
-        await self.rag.initialize_storages()
+        components = await build_components(load_settings({"WORKING_DIR": str(self._dir)}), anyio.CapacityLimiter(4))
+        self.rag = await new_lightrag(self._dir, "direct", components)
 
     async def index(self, docs: list[Any]) -> float:
         from rag_worker.ingest import extract_pdf

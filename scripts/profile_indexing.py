@@ -217,21 +217,10 @@ EXTRA_KWARGS: dict[str, Any] = {}
 
 
 async def build_rag(working_dir: Path, workspace: str, components: dict[str, Any]) -> Any:
-    from lightrag import LightRAG
+    from rag_worker.engine import new_lightrag
 
-    from rag_worker.engine import lightrag_kwargs
-
-    rag = LightRAG(
-        working_dir=str(working_dir),
-        workspace=workspace,  # one per corpus: LightRAG keeps JSON storages per workspace name
-        embedding_func=components["embedding_func"],
-        llm_model_func=components["llm_model_func"],
-        tokenizer=components["tokenizer"],
-        enable_llm_cache=False,
-        enable_llm_cache_for_entity_extract=True,
-        **{**lightrag_kwargs(components), **EXTRA_KWARGS},
-    )
-    await rag.initialize_storages()
+    # One workspace per corpus: LightRAG keeps JSON storages per workspace name.
+    rag = await new_lightrag(working_dir, workspace, components, **EXTRA_KWARGS)
     return rag
 
 

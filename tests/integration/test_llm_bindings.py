@@ -86,19 +86,10 @@ def binding_env(binding: str, fake: FakeLLMServer, **extra: str) -> dict[str, st
 
 async def open_rag(components: dict[str, Any], working_dir: Path) -> Any:
     """A LightRAG instance built as rag_worker/engine.py builds one."""
-    from lightrag import LightRAG
+    from rag_worker.engine import new_lightrag
 
-    rag = LightRAG(
-        working_dir=str(working_dir),
-        workspace=f"bindings-{uuid.uuid4().hex[:8]}",  # LightRAG keeps KV data per workspace name process-wide
-        embedding_func=components["embedding_func"],
-        llm_model_func=components["llm_model_func"],
-        tokenizer=components["tokenizer"],
-        enable_llm_cache=False,
-        enable_llm_cache_for_entity_extract=True,
-        **components["lightrag_kwargs"],
-    )
-    await rag.initialize_storages()
+    # A fresh workspace name each time: LightRAG keeps KV data per workspace name process-wide.
+    rag = await new_lightrag(working_dir, f"bindings-{uuid.uuid4().hex[:8]}", components)
     return rag
 
 
