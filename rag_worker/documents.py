@@ -41,10 +41,11 @@ class SourceDocument:
     chunk_size: int | None = None
     chunk_overlap: int | None = None
     extract_entities: bool = True
+    word_count: int | None = None  # known from extraction; counted on demand otherwise
 
     @property
     def words(self) -> int:
-        return len(self.text.split())
+        return self.word_count if self.word_count is not None else len(self.text.split())
 
 
 class DocumentCatalog:

@@ -30,16 +30,13 @@ POLL_HINT = "Call lightrag_get_status with this track_id to follow indexing."
 
 async def index_document(ctx: RequestContext, source: SourceDocument) -> dict[str, Any]:
     """Index `source` in the caller's workspace following the ingestion rules."""
-    from lightrag.utils import generate_track_id, sanitize_text_for_encoding
-    from lightrag.utils_pipeline import compute_text_content_hash
+    from lightrag.utils import generate_track_id
 
     started = time.perf_counter()
     ws = await ctx.state.engines.get(ctx.workspace)
     rag = ws.rag
-    text = sanitize_text_for_encoding(source.text)
-    if not text.strip():
-        raise RagError(ErrorCode.EXTRACTION_FAILED, "The document contains no text to index.")
-    content_hash = compute_text_content_hash(text)
+    # LightRAG's own cleaning and hash (so ours match its rows), off the loop: ~0.2 s for 8 M chars.
+    text, content_hash = await ctx.run_cpu(_clean_and_hash, source.text)
     doc_id = doc_id_for(source.name)
     await ctx.progress(0, len(STAGES), f"checking {source.name}")
     async with ws.ingest_lock:
@@ -64,9 +61,22 @@ async def index_document(ctx: RequestContext, source: SourceDocument) -> dict[st
             process_options="" if source.extract_entities else "!",
             chunk_options=_chunk_options(source),
         )
+    queued = time.perf_counter()
     ctx.state.engines.start_processing(ws)
     row = await _wait_for(ctx, ws, doc_id, ctx.state.settings.wait_seconds)
-    return await describe_ingest(ws, doc_id, row, record, action=action, started=started)
+    result = await describe_ingest(ws, doc_id, row, record, action=action, started=started)
+    result["timings"] = {"queue_s": round(queued - started, 4), "index_wait_s": round(time.perf_counter() - queued, 4)}
+    return result
+
+
+def _clean_and_hash(text: str) -> tuple[str, str]:
+    from lightrag.utils import sanitize_text_for_encoding
+    from lightrag.utils_pipeline import compute_text_content_hash
+
+    cleaned = sanitize_text_for_encoding(text)
+    if not cleaned.strip():
+        raise RagError(ErrorCode.EXTRACTION_FAILED, "The document contains no text to index.")
+    return cleaned, compute_text_content_hash(cleaned)
 
 
 def _chunk_options(source: SourceDocument) -> dict[str, Any] | None:

@@ -119,7 +119,8 @@ async def bench_upload(results: Results, home: Path, runs: int) -> None:
     from rag_worker.ingest import extract_pdf
     from tests.fixtures.documents import make_large_pdf
 
-    upload, extract_ours, extract_pypdf, worker_rss = [], [], [], []
+    upload, extract_ours, extract_pypdf, worker_rss, in_worker = [], [], [], [], []
+    breakdown: dict[str, float] = {}
     for run in range(runs):
         pdf = make_large_pdf(10, seed=100 + run)
         started = time.perf_counter()
@@ -133,16 +134,21 @@ async def bench_upload(results: Results, home: Path, runs: int) -> None:
         # WAIT_SECONDS=0: the call returns once the document is validated, extracted and queued.
         async with front(home / f"upload{run}", LIGHTRAG_MCP_WAIT_SECONDS="0") as client:
             await client.wait_ready()
+            await client.health(check_dependencies=True)  # open the workspace and load the model first
             sampler = RssSampler(client.pids)
             async with sampler.running():
                 arguments = {"filename": f"big{run}.pdf", "content": base64_of(pdf), "mimeType": "application/pdf"}
                 elapsed, result = await timed(lambda: client.call("upload_to_lightrag", arguments))  # noqa: B023
             assert not result.is_error, result.content
             upload.append(elapsed)
+            in_worker.append(result.structured_content["timings"]["extract_s"])
+            breakdown = result.structured_content["timings"]
             worker_rss.append(sampler.peak("worker"))
-    overheads = [u - e for u, e in zip(upload, extract_ours, strict=True)]
+    # Overhead: everything the call spent that was not text extraction (as timed in the worker).
+    overheads = [u - e for u, e in zip(upload, in_worker, strict=True)]
     record(results, "10 MB PDF: upload → queued (validation + transfer + extraction)", "s", upload, "—", extract_ours)
     record(results, "10 MB PDF: overhead beyond extraction", "s", overheads, "< 0.3 s")
+    results["10 MB PDF: overhead beyond extraction"]["worker_timings_s"] = breakdown
     record(results, "PDF text extraction (ours vs pypdf alone)", "s", extract_ours, "≤ 1.1× pypdf", extract_pypdf)
     record(results, "worker peak RSS during a 10 MB upload", "MB", worker_rss, "< 512 MB")
 

@@ -46,6 +46,7 @@ INGEST_RESULT = obj(
         "metadata": open_object(),
         "error": nullable(string(max_length=4000)),
         "message": string(max_length=4000),
+        "timings": open_object("Seconds spent decoding, extracting, queueing and waiting for indexing."),
     },
     closed=False,
 )

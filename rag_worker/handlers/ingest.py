@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from typing import Any
 
 from protocol import ErrorCode, RagError
@@ -29,11 +30,15 @@ EXTRACTION_TIMEOUT_S = 120.0
 
 def _decode_and_extract(
     content: str, filename: str, declared: str | None, max_bytes: int
-) -> tuple[DocFormat, int, ExtractedDocument]:
+) -> tuple[DocFormat, int, ExtractedDocument, dict[str, float]]:
     """Decode and identify the upload here (cheap, bounded); parse it in an extractor process."""
+    started = time.perf_counter()
     data = decode_base64(content, max_bytes)
     fmt = detect_format(data, filename, declared)
-    return fmt, len(data), extract_isolated(data, fmt, filename=filename, timeout=EXTRACTION_TIMEOUT_S)
+    decoded = time.perf_counter()
+    extracted = extract_isolated(data, fmt, filename=filename, timeout=EXTRACTION_TIMEOUT_S)
+    timings = {"decode_s": round(decoded - started, 4), "extract_s": round(time.perf_counter() - decoded, 4)}
+    return fmt, len(data), extracted, timings
 
 
 def _stored_mime(fmt: DocFormat, declared: str | None) -> str:
@@ -54,7 +59,9 @@ async def upload(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     metadata = validate_metadata(args.get("metadata"))
     declared = args.get("mimeType") or data_url_mime(args["content"])
     max_bytes = int(ctx.state.settings.max_file_mb * BYTES_PER_MB)
-    fmt, size, extracted = await ctx.run_cpu(_decode_and_extract, args["content"], filename, declared, max_bytes)
+    fmt, size, extracted, timings = await ctx.run_cpu(
+        _decode_and_extract, args["content"], filename, declared, max_bytes
+    )
     source = SourceDocument(
         name=filename,
         text=extracted.text,
@@ -63,8 +70,10 @@ async def upload(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
         pages=extracted.pages,
         title=extracted.title,
         metadata=metadata,
+        word_count=extracted.words,
     )
     result = await index_document(ctx, source)
+    result["timings"] = {**timings, **result.get("timings", {})}
     if extracted.warnings:
         result["message"] += " Warnings: " + "; ".join(extracted.warnings)
     return result
