@@ -99,18 +99,42 @@ async def bench_startup(results: Results, home: Path, runs: int) -> None:
 async def bench_bridge(results: Results, home: Path, calls: int) -> None:
     async with front(home, LIGHTRAG_MCP_DEBUG_METHODS="1") as client:
         await client.wait_ready()
-        through_front, front_only = [], []
+        through_front, front_only, large = [], [], []
         for _ in range(calls):
             elapsed, _ = await timed(lambda: client.call("lightrag_debug", {"action": "echo", "text": "x"}))
             through_front.append(elapsed * 1000)
             elapsed, _ = await timed(lambda: client.call("lightrag_debug", {"action": "nope"}))
             front_only.append(elapsed * 1000)
+            # A result the size of a typical query answer (sources + context): ~30 KB.
+            elapsed, _ = await timed(lambda: client.call("lightrag_debug", {"action": "echo", "size": 30_000}))
+            large.append(elapsed * 1000)
         health = await client.health()
         worker_ping = health["components"]["worker"]["last_ping_rtt_ms"]
     direct_pings = await DirectLightRAG.worker_ping_rtts(calls)
+    in_process = await in_process_echo(calls)
     record(results, "tools/call round trip through front + worker (echo)", "ms", through_front, "overhead p50 < 2 ms", front_only)
+    record(results, "tools/call with a 30 KB result (echo)", "ms", large, "—", through_front)
+    record(results, "in-process handler call (echo, no transport)", "ms", in_process, "—")
     record(results, "direct worker ping (pipe only)", "ms", direct_pings, "—")
     results["direct worker ping (pipe only)"]["supervisor_last_ping_ms"] = worker_ping
+
+
+async def in_process_echo(calls: int) -> list[float]:
+    """The same echo handler called directly in this process: the floor without any transport."""
+    from protocol.settings import load_settings
+    from rag_worker.context import RequestContext, WorkerState
+    from rag_worker.handlers.system import debug
+
+    async def nothing(*_: Any) -> None:
+        return None
+
+    state = WorkerState(settings=load_settings({}), limiter=anyio.CapacityLimiter(1), notify=nothing, send_raw=nothing)
+    context = RequestContext(state, 1, workspace="bench", correlation_id="bench")
+    samples = []
+    for _ in range(calls):
+        elapsed, _ = await timed(lambda: debug(context, {"action": "echo", "text": "x"}))
+        samples.append(elapsed * 1000)
+    return samples
 
 
 async def bench_upload(results: Results, home: Path, runs: int) -> None:
@@ -132,7 +156,8 @@ async def bench_upload(results: Results, home: Path, runs: int) -> None:
         "".join(page.extract_text() or "" for page in PdfReader(io.BytesIO(pdf)).pages)
         extract_pypdf.append(time.perf_counter() - started)
         # WAIT_SECONDS=0: the call returns once the document is validated, extracted and queued.
-        async with front(home / f"upload{run}", LIGHTRAG_MCP_WAIT_SECONDS="0") as client:
+        # The generated file lands a little over or under 10 MB: allow 11 MB for the measurement.
+        async with front(home / f"upload{run}", LIGHTRAG_MCP_WAIT_SECONDS="0", LIGHTRAG_MCP_MAX_FILE_MB="11") as client:
             await client.wait_ready()
             await client.health(check_dependencies=True)  # open the workspace and load the model first
             sampler = RssSampler(client.pids)
