@@ -8,12 +8,13 @@ STAMP := $(VENV)/.setup-done
 .PHONY: setup run test test-fast lint clean docs bench bench-full
 
 $(STAMP): pyproject.toml scripts/install_models.py
-	@test -x $(VPY) || $(PY) -m venv $(VENV)
-	$(VPY) -m pip install --quiet --upgrade pip
-	$(VPY) -m pip install --quiet -e '.[test]'
-	# A real-world PDF for the tests (the z3c.RML manual); only the data file is used.
-	$(VPY) -m pip install --quiet --no-deps z3c.rml==5.2
-	$(VPY) scripts/install_models.py
+	@# Set-up output goes to stderr: `make run` may be a client's server command (stdout = protocol).
+	@test -x $(VPY) || $(PY) -m venv $(VENV) 1>&2
+	@$(VPY) -m pip install --quiet --upgrade pip 1>&2
+	@$(VPY) -m pip install --quiet -e '.[test]' 1>&2
+	@# A real-world PDF for the tests (the z3c.RML manual); only the data file is used.
+	@$(VPY) -m pip install --quiet --no-deps z3c.rml==5.2 1>&2
+	@$(VPY) scripts/install_models.py 1>&2
 	@touch $(STAMP)
 
 setup: $(STAMP)
