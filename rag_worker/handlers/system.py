@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import time
 from typing import Any
 
@@ -117,7 +118,9 @@ async def debug(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     elif action == "block":
         time.sleep(seconds)  # deliberately blocks the loop: the supervisor must see a hang
     elif action == "print":
-        print(args.get("text") or "stray output from a library")  # must land on stderr
+        # What a chatty library does: write to stdout. The guard must route it to stderr.
+        sys.stdout.write((args.get("text") or "stray output from a library") + "\n")
+        sys.stdout.flush()
     elif action == "garbage":
         # Straight onto the protocol pipe: the front must skip these lines and keep serving.
         await ctx.state.send_raw(b"this is not json\n{\"jsonrpc\": \"2.0\"}\n")
