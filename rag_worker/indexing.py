@@ -150,6 +150,31 @@ async def document_counts(ws: Workspace, doc_id: str) -> tuple[int, int]:
     return (int(entities["count"]) if entities else 0, int(relations["count"]) if relations else 0)
 
 
+async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """A document's state and counts, from LightRAG's status row and our record."""
+    state = state_of(row.get("status"))
+    entities: int | None = None
+    relations: int | None = None
+    if state == "processed":
+        entities, relations = await document_counts(ws, doc_id)
+    return {
+        "document_id": doc_id,
+        "filename": record.get("filename") or row.get("file_path") or doc_id,
+        "status": state if state in STAGES + ["failed"] else "pending",
+        "track_id": row.get("track_id") or record.get("track_id") or "",
+        "words": int(record.get("words") or 0),
+        "pages": int(record.get("pages") or 0),
+        "chunks": row.get("chunks_count"),
+        "entities": entities,
+        "relations": relations,
+        "size_bytes": int(record.get("size_bytes") or 0),
+        "mime_type": record.get("mime_type") or "",
+        "content_hash": record.get("content_hash") or row.get("content_hash") or "",
+        "metadata": record.get("metadata") or {},
+        "error": row.get("error_msg") or None,
+    }
+
+
 async def describe_ingest(
     ws: Workspace,
     doc_id: str,
@@ -160,27 +185,9 @@ async def describe_ingest(
     started: float,
 ) -> dict[str, Any]:
     """The result of an ingestion call: what happened, counts, and how to follow up."""
-    state = state_of(row.get("status"))
-    entities, relations = await document_counts(ws, doc_id) if state == "processed" else (None, None)  # type: ignore[assignment]
-    name = record.get("filename") or row.get("file_path") or doc_id
-    result: dict[str, Any] = {
-        "document_id": doc_id,
-        "filename": name,
-        "action": action,
-        "status": state if state in STAGES + ["failed"] else "pending",
-        "track_id": row.get("track_id") or record.get("track_id") or "",
-        "words": int(record.get("words") or 0),
-        "pages": int(record.get("pages") or 0),
-        "chunks": row.get("chunks_count"),
-        "entities": entities,
-        "relations": relations,
-        "processing_time_s": round(time.perf_counter() - started, 3),
-        "size_bytes": int(record.get("size_bytes") or 0),
-        "mime_type": record.get("mime_type") or "",
-        "content_hash": record.get("content_hash") or row.get("content_hash") or "",
-        "metadata": record.get("metadata") or {},
-        "error": row.get("error_msg") or None,
-    }
+    result = await describe_document(ws, doc_id, row, record)
+    result["action"] = action
+    result["processing_time_s"] = round(time.perf_counter() - started, 3)
     result["message"] = _message(result, ws.llm_configured)
     return result
 

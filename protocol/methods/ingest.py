@@ -31,7 +31,7 @@ INGEST_RESULT = obj(
     {
         "document_id": string(max_length=128),
         "filename": string(max_length=512),
-        "action": string(enum=["indexed", "already_indexed", "replaced", "queued"]),
+        "action": string(enum=["indexed", "already_indexed", "replaced"]),
         "status": DOCUMENT_STATE,
         "track_id": string(max_length=128),
         "words": integer(maximum=10**9),

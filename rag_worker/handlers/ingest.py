@@ -9,7 +9,7 @@ from typing import Any
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
 from rag_worker.documents import SourceDocument, state_of
-from rag_worker.indexing import describe_ingest, index_document
+from rag_worker.indexing import describe_document, index_document
 from rag_worker.ingest import (
     BYTES_PER_MB,
     FORMATS,
@@ -121,10 +121,7 @@ async def get_status(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any
     for doc_id, row in rows.items():
         row = row if isinstance(row, dict) else vars(row)
         record = await ws.catalog.get(doc_id) or {}
-        documents.append(await describe_ingest(ws, doc_id, row, record, action="queued", started=0.0) | _times(row))
-    for document in documents:
-        document.pop("processing_time_s", None)
-        document.pop("action", None)
+        documents.append(await describe_document(ws, doc_id, row, record) | _times(row))
     counts = {state_of(k): int(v) for k, v in (await ws.rag.doc_status.get_status_counts()).items()}
     pipeline = dict(await get_namespace_data("pipeline_status", workspace=ws.name))
     pipeline_view = {
