@@ -38,9 +38,11 @@ class Tool:
     destructive: bool = False
     idempotent: bool = False
     aliases: tuple[str, ...] = ()
+    alias_defaults: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()  # alias → arguments it implies
     timeout: float | None = None  # None: LIGHTRAG_MCP_CALL_TIMEOUT
     output_schema: Schema | None = None
     debug_only: bool = False
+    uses_paths: bool = False  # reads the server's disk: the client's MCP roots are sent along
     field_errors: tuple[tuple[str, ErrorCode], ...] = ()  # argument → code when it fails validation
     render: Renderer = render_json
 
@@ -148,6 +150,136 @@ TOOLS: tuple[Tool, ...] = (
         render=render_query,
     ),
     Tool(
+        name="lightrag_insert_file",
+        title="Index files or a folder from disk",
+        description=(
+            "Index a file or a whole folder (recursively) from the server's disk, e.g. a code repository or a "
+            "documents folder. Only paths inside the allowed roots can be read (LIGHTRAG_MCP_ALLOWED_DIRS and "
+            "the client's workspace folders). Re-running it is incremental: unchanged files are skipped, "
+            "changed ones replaced, and with remove_missing, deleted files are removed from the knowledge base."
+        ),
+        method=m.INSERT_FILE,
+        read_only=False,
+        idempotent=True,
+        aliases=("lightrag_index_codebase",),
+        timeout=INGEST_TIMEOUT,
+        uses_paths=True,
+    ),
+    Tool(
+        name="lightrag_batch_process",
+        title="Index a batch",
+        description=(
+            "Index many items in one call: files on the server's disk, texts, or web pages by URL. Returns "
+            "per-item results, or a batch_id to follow with lightrag_get_status when the batch takes longer "
+            "than about 45 s; a batch survives server restarts and can be cancelled."
+        ),
+        method=m.BATCH_PROCESS,
+        read_only=False,
+        timeout=INGEST_TIMEOUT,
+        uses_paths=True,
+    ),
+    Tool(
+        name="lightrag_list_documents",
+        title="List documents",
+        description=(
+            "List the documents in your knowledge base with their status, type, size, chunk/entity/relation "
+            "counts, errors and metadata; filter by status, name or metadata text and upload date, sort and "
+            "page through them. Also returns counts by status and file type."
+        ),
+        method=m.LIST_DOCUMENTS,
+        read_only=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="lightrag_delete_documents",
+        title="Delete documents",
+        description=(
+            "Delete documents by id (ids come from lightrag_list_documents or an upload result): their chunks, "
+            "and the entities and relations only they supported, are removed; shared ones are rebuilt. "
+            "Optionally writes a backup first. Reports what was deleted and why any id failed."
+        ),
+        method=m.DELETE_DOCUMENTS,
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        timeout=INGEST_TIMEOUT,
+    ),
+    Tool(
+        name="lightrag_get_graph",
+        title="Knowledge graph",
+        description=(
+            "Get the knowledge graph, or the part around an entity or label, as JSON or exported as GraphML, "
+            "GEXF, Cypher or a Mermaid diagram, with statistics (node/edge types, density, clustering). "
+            "lightrag_visualize_subgraph gives a chat-sized Mermaid diagram around an entity."
+        ),
+        method=m.GET_GRAPH,
+        read_only=True,
+        idempotent=True,
+        aliases=("lightrag_visualize_subgraph",),
+        alias_defaults=(("lightrag_visualize_subgraph", (("output_format", "mermaid"), ("max_nodes", 30))),),
+        timeout=INGEST_TIMEOUT,
+    ),
+    Tool(
+        name="lightrag_search_entities",
+        title="Search entities",
+        description=(
+            "Find entities (people, organisations, concepts, code symbols, ...) in the knowledge graph by name: "
+            "exact, fuzzy (typo-tolerant), semantic (by meaning) or regex; filter by entity type. Returns "
+            "ranked matches with scores and why they matched."
+        ),
+        method=m.SEARCH_ENTITIES,
+        read_only=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="lightrag_get_entity_relationships",
+        title="Entity and its relationships",
+        description=(
+            "Show an entity's details and its relationships: direction, relationship and target-type filters, "
+            "multi-hop up to max_depth, with counts by type. Use the entity name from lightrag_search_entities."
+        ),
+        method=m.ENTITY_RELATIONSHIPS,
+        read_only=True,
+        idempotent=True,
+        aliases=("lightrag_get_entity",),
+    ),
+    Tool(
+        name="lightrag_update_entity",
+        title="Edit an entity",
+        description=(
+            "Correct the knowledge graph: change an entity's description or type, rename it, add or remove its "
+            "relationships, create it if missing, or merge other entities into it. Changes are validated first, "
+            "applied atomically and summarised."
+        ),
+        method=m.UPDATE_ENTITY,
+        read_only=False,
+        destructive=True,
+    ),
+    Tool(
+        name="lightrag_clear_cache",
+        title="Clear caches",
+        description=(
+            "Clear the knowledge base's caches (llm, embedding, query, document, graph or all) and report their "
+            "sizes before and after. Rarely needed: use it after changing the LLM, or to free space."
+        ),
+        method=m.CLEAR_CACHE,
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="lightrag_get_system_stats",
+        title="Usage statistics",
+        description=(
+            "Usage statistics over a time range: queries by mode, latency percentiles, cache hit rate, documents "
+            "processed and failed, processing times, memory, storage usage, worker restarts, and the audit log "
+            "of changes (stat_categories: [\"audit\"])."
+        ),
+        method=m.SYSTEM_STATS,
+        read_only=True,
+        idempotent=True,
+    ),
+    Tool(
         name="lightrag_health_check",
         title="Knowledge base health",
         description=(
@@ -177,6 +309,19 @@ TOOLS: tuple[Tool, ...] = (
 PROFILES: dict[str, str] = {
     "default": "every canonical tool, no aliases",
     "all": "every canonical tool and every alias",
+    "librechat": "the seed-000 trio for small agents, plus status, list and delete",
+}
+
+# Named profiles that are fixed lists of tool names.
+PROFILE_TOOLS: dict[str, tuple[str, ...]] = {
+    "librechat": (
+        "upload_to_lightrag",
+        "query_lightrag",
+        "health_check",
+        "lightrag_get_status",
+        "lightrag_list_documents",
+        "lightrag_delete_documents",
+    ),
 }
 
 
@@ -199,7 +344,7 @@ class Catalogue:
             return [tool.name for tool in self._tools]
         if profile == "all":
             return [name for tool in self._tools for name in (tool.name, *tool.aliases)]
-        names = [part.strip() for part in profile.split(",") if part.strip()]
+        names = list(PROFILE_TOOLS.get(profile, ())) or [part.strip() for part in profile.split(",") if part.strip()]
         unknown = [name for name in names if name not in self._by_name]
         if unknown:
             raise ValueError(
@@ -214,6 +359,12 @@ class Catalogue:
 
     def lookup(self, name: str) -> Tool | None:
         return self._by_name.get(name)
+
+    @staticmethod
+    def arguments_for(tool: Tool, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The call's arguments with the defaults its alias implies (explicit arguments win)."""
+        implied = dict(dict(tool.alias_defaults).get(name, ()))
+        return {**implied, **arguments} if implied else arguments
 
     def list_tools(self) -> list[types.Tool]:
         return [self._by_name[name].to_mcp(name) for name in self._advertised]

@@ -12,7 +12,9 @@ import logging
 import os
 import sys
 import time
+import urllib.parse
 import uuid
+import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ from protocol.settings import ConfigError, Settings, env_example, load_settings,
 log = logging.getLogger("mcp_front")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+ROOTS_TIMEOUT = 5.0
 INSTRUCTIONS = (
     "LightRAG knowledge base: upload or point at documents, then query them. Each user has a "
     "private knowledge base. Long indexing returns a track id: poll lightrag_get_status. "
@@ -72,7 +75,7 @@ class FrontApp:
                 identity = resolve_identity(
                     ctx.params, ctx.meta, self.settings.user_id, self.settings.default_workspace
                 )
-                arguments = params.arguments or {}
+                arguments = self.catalogue.arguments_for(tool, params.name, params.arguments or {})
                 self.catalogue.validate(tool, arguments)
                 result = await self._serve(ctx, tool, identity, arguments, cid)
                 return tool_result(result, tool.render(result))
@@ -101,6 +104,8 @@ class FrontApp:
         }
         if identity.user_id is not None:
             envelope_context["user_id"] = identity.user_id
+        if tool.uses_paths:
+            envelope_context["roots"] = await client_roots(ctx)
 
         async def call_worker(method: str, args: dict[str, Any], timeout: float) -> Any:
             async def forward_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -127,6 +132,30 @@ class FrontApp:
         if not isinstance(result, dict):
             raise RagError(ErrorCode.INTERNAL_ERROR)
         return result
+
+
+async def client_roots(ctx: ServerRequestContext[Any]) -> list[str]:
+    """The client's MCP roots as local directory paths; [] when it offers none (LibreChat).
+
+    VS Code offers its open workspace folders: with LIGHTRAG_MCP_ALLOWED_DIRS they bound
+    what path ingestion may read.  Only `file://` roots count.
+    """
+    capabilities = ctx.session.client_capabilities
+    if capabilities is None or capabilities.roots is None:
+        return []
+    try:
+        with anyio.fail_after(ROOTS_TIMEOUT), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # roots are deprecated by SEP-2577 but VS Code still sends them
+            listed = await ctx.session.list_roots()
+    except Exception as exc:  # a client that declares roots but cannot answer: no roots
+        log.warning("roots/list failed: %s", type(exc).__name__)
+        return []
+    paths = []
+    for root in listed.roots:
+        parsed = urllib.parse.urlparse(str(root.uri))
+        if parsed.scheme == "file" and parsed.netloc in {"", "localhost"}:
+            paths.append(urllib.parse.unquote(parsed.path))
+    return paths[:256]
 
 
 def worker_environment(settings: Settings) -> dict[str, str]:

@@ -70,6 +70,8 @@ class ErrorCode(enum.StrEnum):
     PROCESSING_FAILED = "PROCESSING_FAILED"
     RESOURCE_LIMIT_EXCEEDED = "RESOURCE_LIMIT_EXCEEDED"
     QUOTA_EXCEEDED = "QUOTA_EXCEEDED"
+    PARTIAL_DELETION = "PARTIAL_DELETION"
+    BACKUP_FAILED = "BACKUP_FAILED"
 
     @property
     def info(self) -> ErrorInfo:
@@ -216,6 +218,16 @@ ERROR_TABLE: dict[ErrorCode, ErrorInfo] = {
     ErrorCode.QUOTA_EXCEEDED: ErrorInfo(
         "The knowledge base has reached its quota.",
         "Delete documents you no longer need, or ask the administrator for a larger quota.",
+    ),
+    ErrorCode.PARTIAL_DELETION: ErrorInfo(
+        "Some of the documents could not be deleted.",
+        "Read failed_deletions for each document's reason; retry those once indexing has finished.",
+        retryable=True,
+    ),
+    ErrorCode.BACKUP_FAILED: ErrorInfo(
+        "The backup requested before deletion could not be written, so nothing was deleted.",
+        "Free disk space or call again without create_backup.",
+        retryable=True,
     ),
 }
 

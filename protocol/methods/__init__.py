@@ -13,16 +13,20 @@ Notifications travel both ways: the worker announces `worker/ready` and reports
 
 from __future__ import annotations
 
-from protocol.methods.ingest import GET_STATUS, INSERT_TEXT, UPLOAD
+from protocol.methods.documents import DELETE_DOCUMENTS, LIST_DOCUMENTS
+from protocol.methods.graph import ENTITY_RELATIONSHIPS, GET_GRAPH, SEARCH_ENTITIES, UPDATE_ENTITY
+from protocol.methods.ingest import BATCH_PROCESS, GET_STATUS, INSERT_FILE, INSERT_TEXT, UPLOAD
 from protocol.methods.query import QUERY, QUERY_SIMPLE, STREAM_QUERY
 from protocol.methods.system import (
     CALL_CONTEXT,
+    CLEAR_CACHE,
     DEBUG,
     HEALTH,
     PING,
     READY_PARAMS,
     SHUTDOWN,
     STATUS,
+    SYSTEM_STATS,
     VERSIONS,
 )
 from protocol.schema import MethodSpec
@@ -48,16 +52,33 @@ METHODS: dict[str, MethodSpec] = {
         QUERY,
         QUERY_SIMPLE,
         STREAM_QUERY,
+        INSERT_FILE,
+        BATCH_PROCESS,
+        LIST_DOCUMENTS,
+        DELETE_DOCUMENTS,
+        GET_GRAPH,
+        SEARCH_ENTITIES,
+        ENTITY_RELATIONSHIPS,
+        UPDATE_ENTITY,
+        CLEAR_CACHE,
+        SYSTEM_STATS,
     )
 }
 
 __all__ = [
+    "BATCH_PROCESS",
     "CALL_CONTEXT",
     "CANCEL",
+    "CLEAR_CACHE",
     "DEBUG",
+    "DELETE_DOCUMENTS",
+    "ENTITY_RELATIONSHIPS",
+    "GET_GRAPH",
     "GET_STATUS",
     "HEALTH",
+    "INSERT_FILE",
     "INSERT_TEXT",
+    "LIST_DOCUMENTS",
     "METHODS",
     "MethodSpec",
     "PING",
@@ -67,9 +88,12 @@ __all__ = [
     "QUERY_SIMPLE",
     "READY",
     "READY_PARAMS",
+    "SEARCH_ENTITIES",
     "SHUTDOWN",
     "STATUS",
     "STREAM_QUERY",
+    "SYSTEM_STATS",
+    "UPDATE_ENTITY",
     "UPLOAD",
     "VERSIONS",
 ]

@@ -119,3 +119,7 @@ GET_STATUS = MethodSpec(
         closed=False,
     ),
 )
+
+# Schemas: filled by the path/batch work package (issue 5, items 2-3).
+INSERT_FILE = MethodSpec("documents/insert_file", obj({}), open_object())
+BATCH_PROCESS = MethodSpec("documents/batch", obj({}), open_object())

@@ -10,6 +10,9 @@ CALL_CONTEXT = obj(
         "user_id": string(max_length=256),
         "correlation_id": string(max_length=64, min_length=1),
         "progress": boolean("The client asked for progress notifications."),
+        "roots": array(
+            string(max_length=4096), "The client's MCP roots as local paths (tools that read the disk).", max_items=256
+        ),
     },
     required=["workspace", "correlation_id"],
 )
@@ -111,3 +114,7 @@ DEBUG = MethodSpec(
     open_object(),
     debug_only=True,
 )
+
+# Schemas: filled by the system work package (issue 6, items 6-9).
+CLEAR_CACHE = MethodSpec("system/clear_cache", obj({}), open_object())
+SYSTEM_STATS = MethodSpec("system/stats", obj({}), open_object())

@@ -145,3 +145,13 @@ async def get_status(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any
 
 def _times(row: dict[str, Any]) -> dict[str, Any]:
     return {"created_at": row.get("created_at"), "updated_at": row.get("updated_at")}
+
+
+async def insert_file(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    """`lightrag_insert_file` (alias `lightrag_index_codebase`)."""
+    raise RagError(ErrorCode.INTERNAL_ERROR, "lightrag_insert_file is not built yet.")
+
+
+async def batch_process(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    """`lightrag_batch_process`."""
+    raise RagError(ErrorCode.INTERNAL_ERROR, "lightrag_batch_process is not built yet.")

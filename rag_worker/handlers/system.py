@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 
+from protocol import ErrorCode, RagError
 from protocol.bindings_config import resolve_bindings
 from rag_worker.context import RequestContext
 
@@ -135,3 +136,13 @@ def _spin(seconds: float) -> None:
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
         pass
+
+
+async def clear_cache(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    """`lightrag_clear_cache`."""
+    raise RagError(ErrorCode.INTERNAL_ERROR, "lightrag_clear_cache is not built yet.")
+
+
+async def system_stats(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    """`lightrag_get_system_stats`."""
+    raise RagError(ErrorCode.INTERNAL_ERROR, "lightrag_get_system_stats is not built yet.")
