@@ -14,7 +14,8 @@ Notifications travel both ways: the worker announces `worker/ready` and reports
 from __future__ import annotations
 
 from protocol.methods.documents import DELETE_DOCUMENTS, LIST_DOCUMENTS
-from protocol.methods.graph import ENTITY_RELATIONSHIPS, GET_GRAPH, SEARCH_ENTITIES, UPDATE_ENTITY
+from protocol.methods.editing import UPDATE_ENTITY
+from protocol.methods.graph import ENTITY_RELATIONSHIPS, GET_GRAPH, SEARCH_ENTITIES
 from protocol.methods.ingest import BATCH_PROCESS, GET_STATUS, INSERT_FILE, INSERT_TEXT, UPLOAD
 from protocol.methods.query import QUERY, QUERY_SIMPLE, STREAM_QUERY
 from protocol.methods.system import (

@@ -1,11 +1,10 @@
-"""Knowledge-graph tool methods: export, search, browse relationships, edit entities."""
+"""Knowledge-graph read methods: export, search, browse relationships."""
 
 from __future__ import annotations
 
 from protocol.schema import MethodSpec, obj, open_object
 
-# Schemas: filled by the graph work packages (issue 6, items 1-5).
+# Schemas: filled by the graph work package (issue 6, items 1-4).
 GET_GRAPH = MethodSpec("graph/get", obj({}), open_object())
 SEARCH_ENTITIES = MethodSpec("graph/search_entities", obj({}), open_object())
 ENTITY_RELATIONSHIPS = MethodSpec("graph/entity_relationships", obj({}), open_object())
-UPDATE_ENTITY = MethodSpec("graph/update_entity", obj({}), open_object())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from protocol import methods as m
-from rag_worker.handlers import documents, graph, ingest, query, system
+from rag_worker.handlers import documents, editing, graph, ingest, query, system
 
 HANDLERS = {
     m.STATUS.name: system.status,
@@ -25,5 +25,5 @@ HANDLERS = {
     m.GET_GRAPH.name: graph.get_graph,
     m.SEARCH_ENTITIES.name: graph.search_entities,
     m.ENTITY_RELATIONSHIPS.name: graph.entity_relationships,
-    m.UPDATE_ENTITY.name: graph.update_entity,
+    m.UPDATE_ENTITY.name: editing.update_entity,
 }

@@ -1,4 +1,4 @@
-"""Knowledge-graph methods: export, search, relationships, edits (SPEC §4 Knowledge graph)."""
+"""Knowledge-graph methods: export, search, relationships (SPEC §4 Knowledge graph)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,3 @@ async def entity_relationships(ctx: RequestContext, args: dict[str, Any]) -> dic
     """`lightrag_get_entity_relationships` (alias `lightrag_get_entity`)."""
     raise RagError(ErrorCode.INTERNAL_ERROR, "lightrag_get_entity_relationships is not built yet.")
 
-
-async def update_entity(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
-    """`lightrag_update_entity`."""
-    raise RagError(ErrorCode.INTERNAL_ERROR, "lightrag_update_entity is not built yet.")
