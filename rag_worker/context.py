@@ -38,6 +38,7 @@ class WorkerState:
     requests_cancelled: int = 0
     lightrag_version: str = "unknown"
     engines: Any = None  # rag_worker.engine.EngineRegistry, created in warm_up()
+    batches: Any = None  # rag_worker.batches.BatchRunner, created in warm_up()
 
     async def warm_up(self, spawn: Callable[[Callable[[], Awaitable[None]]], None]) -> None:
         """Everything that must work before the worker says it is ready.
@@ -48,6 +49,10 @@ class WorkerState:
         self.lightrag_version = await anyio.to_thread.run_sync(import_lightrag, limiter=self.limiter)
         self.engines = EngineRegistry(self.settings, self.limiter, spawn)
         self.engines.check_data_dir()
+        from rag_worker.batches import BatchRunner
+
+        self.batches = BatchRunner(self, spawn)
+        spawn(self.batches.resume_all)  # batches a previous worker left unfinished
 
     def versions(self) -> dict[str, Any]:
         return {
@@ -88,6 +93,7 @@ class RequestContext:
     user_id: str | None = None
     correlation_id: str = "-"
     wants_progress: bool = False
+    roots: tuple[str, ...] = ()  # the client's MCP roots (path tools only)
     _last_progress: float = -1.0
 
     @classmethod
@@ -105,6 +111,7 @@ class RequestContext:
             user_id=context.get("user_id"),
             correlation_id=str(context.get("correlation_id") or request_id),
             wants_progress=bool(context.get("progress")),
+            roots=tuple(str(root) for root in context.get("roots") or ()),
         )
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:

@@ -21,6 +21,22 @@ def doc_id_for(name: str) -> str:
     return "doc-" + hashlib.sha256(name.encode()).hexdigest()[:32]
 
 
+# LightRAG treats a document's file_path as a basename and refuses a second document with
+# the same one: `a/README.md` and `b/README.md` would collide.  It gets the name with its
+# folder separators replaced by a look-alike (U+2215, never in an uploaded filename).
+_PATH_SEPARATOR_STAND_IN = "\u2215"
+
+
+def lightrag_file_path(name: str) -> str:
+    """The `file_path` LightRAG stores for a document name (unique when the name is)."""
+    return name.replace("/", _PATH_SEPARATOR_STAND_IN)
+
+
+def name_from_file_path(file_path: str) -> str:
+    """The document name back from LightRAG's `file_path`."""
+    return file_path.replace(_PATH_SEPARATOR_STAND_IN, "/")
+
+
 def state_of(status: Any) -> str:
     """LightRAG's status value ('processed', ...) from an enum or a string."""
     value = getattr(status, "value", status)
@@ -42,6 +58,8 @@ class SourceDocument:
     chunk_overlap: int | None = None
     extract_entities: bool = True
     word_count: int | None = None  # known from extraction; counted on demand otherwise
+    origin: str = "upload"  # upload, text, path or url: where the document came from
+    source_sha256: str | None = None  # of the original bytes (path/url): unchanged files skip extraction
 
     @property
     def words(self) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ import anyio
 
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
-from rag_worker.documents import TERMINAL_STATES, SourceDocument, doc_id_for, state_of
+from rag_worker.documents import TERMINAL_STATES, SourceDocument, doc_id_for, lightrag_file_path, state_of
 from rag_worker.engine import Workspace
 
 log = logging.getLogger("rag_worker.indexing")
@@ -28,23 +29,53 @@ STAGES = ["pending", "parsing", "analyzing", "processing", "processed"]
 POLL_HINT = "Call lightrag_get_status with this track_id to follow indexing."
 
 
+@dataclass
+class Enqueued:
+    """What `enqueue_document` did: the document id, the action, our record, and when it started."""
+
+    doc_id: str
+    action: str  # indexed, replaced or already_indexed
+    record: dict[str, Any]
+    started: float
+    existing_row: dict[str, Any] | None = None  # LightRAG's row when already indexed
+
+
 async def index_document(ctx: RequestContext, source: SourceDocument) -> dict[str, Any]:
     """Index `source` in the caller's workspace following the ingestion rules."""
+    ws = await ctx.state.engines.get(ctx.workspace)
+    await ctx.progress(0, len(STAGES), f"checking {source.name}")
+    queued = await enqueue_document(ctx, ws, source)
+    if queued.existing_row is not None:
+        return await describe_ingest(
+            ws, queued.doc_id, queued.existing_row, queued.record, action=queued.action, started=queued.started
+        )
+    enqueued_at = time.perf_counter()
+    ctx.state.engines.start_processing(ws)
+    row = await _wait_for(ctx, ws, queued.doc_id, ctx.state.settings.wait_seconds)
+    result = await describe_ingest(ws, queued.doc_id, row, queued.record, action=queued.action, started=queued.started)
+    result["timings"] = {
+        "queue_s": round(enqueued_at - queued.started, 4),
+        "index_wait_s": round(time.perf_counter() - enqueued_at, 4),
+    }
+    return result
+
+
+async def enqueue_document(ctx: RequestContext, ws: Workspace, source: SourceDocument) -> Enqueued:
+    """Queue `source` with LightRAG (not processing it): dedup by content, replace by name."""
     from lightrag.utils import generate_track_id
 
     started = time.perf_counter()
-    ws = await ctx.state.engines.get(ctx.workspace)
     rag = ws.rag
     # LightRAG's own cleaning and hash (so ours match its rows), off the loop: ~0.2 s for 8 M chars.
     text, content_hash = await ctx.run_cpu(_clean_and_hash, source.text)
     doc_id = doc_id_for(source.name)
-    await ctx.progress(0, len(STAGES), f"checking {source.name}")
     async with ws.ingest_lock:
         same = await rag.doc_status.get_doc_by_content_hash(content_hash)
         if same is not None:
             same_id, same_row = same
             if state_of(same_row.get("status")) != "failed":
-                return await _already_indexed(ws, same_id, same_row, started)
+                record = await ws.catalog.get(same_id) or {"filename": same_row.get("file_path")}
+                return Enqueued(same_id, "already_indexed", record, started, existing_row=same_row)
             await _delete_version(ws, same_id)  # a failed copy of this content: index it afresh
         action = "indexed"
         if await rag.doc_status.get_by_id(doc_id) is not None:
@@ -56,17 +87,12 @@ async def index_document(ctx: RequestContext, source: SourceDocument) -> dict[st
         await rag.apipeline_enqueue_documents(
             text,
             ids=[doc_id],
-            file_paths=[source.name],
+            file_paths=[lightrag_file_path(source.name)],
             track_id=track_id,
             process_options="" if source.extract_entities else "!",
             chunk_options=_chunk_options(source),
         )
-    queued = time.perf_counter()
-    ctx.state.engines.start_processing(ws)
-    row = await _wait_for(ctx, ws, doc_id, ctx.state.settings.wait_seconds)
-    result = await describe_ingest(ws, doc_id, row, record, action=action, started=started)
-    result["timings"] = {"queue_s": round(queued - started, 4), "index_wait_s": round(time.perf_counter() - queued, 4)}
-    return result
+    return Enqueued(doc_id, action, record, started)
 
 
 def _clean_and_hash(text: str) -> tuple[str, str]:
@@ -102,6 +128,8 @@ def _catalog_record(source: SourceDocument, content_hash: str, track_id: str) ->
         "uploaded_at": datetime.now(UTC).isoformat(),
         "track_id": track_id,
         "metadata": source.metadata or {},
+        "origin": source.origin,
+        "source_sha256": source.source_sha256,
     }
 
 
@@ -136,11 +164,6 @@ async def _wait_for(ctx: RequestContext, ws: Workspace, doc_id: str, seconds: fl
         if state in TERMINAL_STATES or time.monotonic() >= deadline:
             return row
         await anyio.sleep(POLL_SECONDS)
-
-
-async def _already_indexed(ws: Workspace, doc_id: str, row: dict[str, Any], started: float) -> dict[str, Any]:
-    record = await ws.catalog.get(doc_id) or {"filename": row.get("file_path")}
-    return await describe_ingest(ws, doc_id, row, record, action="already_indexed", started=started)
 
 
 async def document_counts(ws: Workspace, doc_id: str) -> tuple[int, int]:
@@ -195,7 +218,9 @@ async def describe_ingest(
 def _message(result: dict[str, Any], llm_configured: bool) -> str:
     name, state, action = result["filename"], result["status"], result["action"]
     if action == "already_indexed":
-        return f"'{name}' is already indexed with identical content (document {result['document_id']}); nothing was added."
+        return (
+            f"'{name}' is already indexed with identical content (document {result['document_id']}); nothing was added."
+        )
     if state == "failed":
         return f"Indexing '{name}' failed: {result['error'] or 'unknown reason'}."
     if state != "processed":

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
+from pathlib import Path
 from typing import Any
 
 from protocol import ErrorCode, RagError
+from rag_worker.batches import load_source, text_source
 from rag_worker.context import RequestContext
 from rag_worker.documents import SourceDocument, state_of
-from rag_worker.indexing import describe_document, index_document
+from rag_worker.engine import Workspace
+from rag_worker.indexing import describe_document, describe_ingest, index_document
 from rag_worker.ingest import (
     BYTES_PER_MB,
     FORMATS,
@@ -23,9 +25,13 @@ from rag_worker.ingest import (
     sanitize_filename,
     validate_metadata,
 )
+from rag_worker.ingest.isolation import EXTRACTION_TIMEOUT_S
+from rag_worker.ingest.paths import AllowedRoots, FolderRules, document_name, walk_folder
+from rag_worker.jobs import Job, JobItem, job_view
 
-# How long one file's text extraction may run in its extractor process before it is killed.
-EXTRACTION_TIMEOUT_S = 120.0
+FOLDER_CONCURRENCY = 2  # files read and parsed at once in a folder run (LightRAG indexes one by one)
+BATCH_CONCURRENCY = 3
+CANCEL_WAIT_S = 10.0
 
 
 def _decode_and_extract(
@@ -81,34 +87,108 @@ async def upload(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
 
 async def insert_text(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_insert_text`: index text under a title (a new text under the same title replaces it)."""
-    text = str(args["text"])
-    if not text.strip():
-        raise RagError(ErrorCode.INVALID_PARAMETER, "text is empty or only whitespace.")
-    title = (args.get("title") or "").strip()
-    if title:
-        name = sanitize_filename(title if "." in title[-6:] else f"{title}.txt")
-    else:
-        name = f"text-{hashlib.sha256(text.encode()).hexdigest()[:12]}.txt"
-    options = args.get("processing_options") or {}
-    source = SourceDocument(
-        name=name,
-        text=text,
-        mime_type="text/plain",
-        size_bytes=len(text.encode()),
-        title=title or None,
-        metadata=validate_metadata(args.get("metadata")),
-        chunk_size=options.get("chunk_size"),
-        chunk_overlap=options.get("chunk_overlap"),
-        extract_entities=bool(options.get("enable_entity_extraction", True)),
+    source = text_source(
+        str(args["text"]), args.get("title"), validate_metadata(args.get("metadata")), args.get("processing_options")
     )
     return await index_document(ctx, source)
 
 
-async def get_status(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
-    """`lightrag_get_status`: per-document state for a track id or ids, counts, pipeline progress."""
-    from lightrag.kg.shared_storage import get_namespace_data
+async def insert_file(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    """`lightrag_insert_file`: a file (indexed like an upload) or a folder (a background folder run)."""
+    settings = ctx.state.settings
+    roots = AllowedRoots.from_sources(settings.allowed_dirs, ctx.roots)
+    real, root = roots.resolve(args["file_path"])
+    validation = args.get("file_validation") or {}
+    max_mb = min(float(validation.get("max_size_mb") or settings.max_file_mb), settings.max_file_mb)
+    options = {
+        "processing_options": args.get("processing_options"),
+        "max_file_mb": max_mb,
+        "max_concurrent": FOLDER_CONCURRENCY,
+        "remove_missing": bool(args.get("remove_missing", False)),
+    }
+    metadata = validate_metadata(args.get("metadata"))
+    extensions = [ext.lower().lstrip(".") for ext in validation.get("allowed_extensions") or []]
+    if real.is_file():
+        if extensions and real.suffix.lower().lstrip(".") not in extensions:
+            raise RagError(
+                ErrorCode.UNSUPPORTED_FORMAT,
+                f"'{real.name}' does not have one of the allowed extensions ({', '.join(extensions)}).",
+            )
+        return await _index_one_file(ctx, real, metadata, options)
+    rules = FolderRules(
+        include=[*(args.get("include") or []), *(f"*.{ext}" for ext in extensions)],
+        exclude=args.get("exclude") or [],
+        use_gitignore=bool(args.get("use_gitignore", True)),
+        recursive=bool(args.get("recursive", True)),
+        max_file_bytes=int(max_mb * BYTES_PER_MB),
+        max_files=settings.max_folder_files,
+    )
+    listing = await ctx.run_cpu(walk_folder, real, roots, rules)
+    items = [
+        JobItem(index, "file", str(path), metadata=metadata, name=document_name(path, roots.containing(path) or root))
+        for index, path in enumerate(listing.files)
+    ]
+    prefix = document_name(real, root)
+    job = Job.new("folder", ctx.workspace, options, list(ctx.roots), items)
+    job.folder = {
+        "prefix": prefix,
+        "skipped": [list(entry) for entry in listing.skipped[:1000]],
+        "skipped_count": len(listing.skipped),
+        # Files skipped this time (too large, unsupported, ...) are not "missing": never removed for that.
+        "present": [f"{prefix}/{path}" for path, _ in listing.skipped[:10_000]],
+        "truncated": listing.truncated,
+    }
+    return await _run_job(ctx, job)
 
+
+async def batch_process(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    """`lightrag_batch_process`: files, texts and URLs in one background batch."""
+    items = []
+    for index, raw in enumerate(args["items"]):
+        try:
+            metadata = validate_metadata(raw.get("metadata"))
+        except RagError as exc:
+            raise RagError(exc.code, f"items/{index}: {exc.message}", suggested_action=exc.suggested_action) from None
+        items.append(JobItem(index, raw["item_type"], raw["content"], raw.get("title"), metadata))
+    options = dict(args.get("batch_options") or {})
+    options.setdefault("max_concurrent", BATCH_CONCURRENCY)
+    options["processing_options"] = args.get("processing_options")
+    job = Job.new("batch", ctx.workspace, options, list(ctx.roots), items)
+    return await _run_job(ctx, job)
+
+
+async def _index_one_file(
+    ctx: RequestContext, real: Path, metadata: dict[str, Any] | None, options: dict[str, Any]
+) -> dict[str, Any]:
     ws = await ctx.state.engines.get(ctx.workspace)
+    item = JobItem(0, "file", str(real), metadata=metadata)
+    source = await load_source(ctx, ws, item, options, list(ctx.roots))
+    if source is None and item.document_id:  # the same bytes are indexed under this name
+        row = await ws.rag.doc_status.get_by_id(item.document_id) or {}
+        record = await ws.catalog.get(item.document_id) or {}
+        return await describe_ingest(
+            ws, item.document_id, row, record, action="already_indexed", started=time.perf_counter()
+        )
+    assert source is not None
+    return await index_document(ctx, source)
+
+
+async def _run_job(ctx: RequestContext, job: Job) -> dict[str, Any]:
+    """Start a job, wait for it within the wait window, answer with its state."""
+    await ctx.state.engines.get(ctx.workspace)  # WORKSPACE_BUSY and the like fail the call, not the job
+    runner = ctx.state.batches
+    runner.start(job)
+    await runner.wait(job.id, ctx.state.settings.wait_seconds, ctx)
+    return job_view(runner.load(ctx.workspace, job.id) or job)
+
+
+async def get_status(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    """`lightrag_get_status`: a batch's progress (or cancel it), or per-document state for a track id or ids."""
+    ws = await ctx.state.engines.get(ctx.workspace)
+    if args.get("batch_id"):
+        return await _batch_status(ctx, ws, str(args["batch_id"]), bool(args.get("cancel")))
+    if args.get("cancel"):
+        raise RagError(ErrorCode.INVALID_PARAMETER, "cancel needs the batch_id of the batch to stop.")
     rows: dict[str, Any] = {}
     if args.get("track_id"):
         rows.update(await ws.rag.aget_docs_by_track_id(args["track_id"]))
@@ -122,13 +202,7 @@ async def get_status(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any
         row = row if isinstance(row, dict) else vars(row)
         record = await ws.catalog.get(doc_id) or {}
         documents.append(await describe_document(ws, doc_id, row, record) | _times(row))
-    counts = {state_of(k): int(v) for k, v in (await ws.rag.doc_status.get_status_counts()).items()}
-    pipeline = dict(await get_namespace_data("pipeline_status", workspace=ws.name))
-    pipeline_view = {
-        key: pipeline.get(key)
-        for key in ("busy", "job_name", "docs", "batchs", "cur_batch", "latest_message")
-        if key in pipeline
-    }
+    counts, pipeline_view = await _workspace_progress(ws)
     if wanted and not documents:
         raise RagError(
             ErrorCode.DOCUMENT_NOT_FOUND,
@@ -143,15 +217,35 @@ async def get_status(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any
     return {"documents": documents, "counts": counts, "pipeline": pipeline_view, "message": message}
 
 
+async def _batch_status(ctx: RequestContext, ws: Workspace, batch_id: str, cancel: bool) -> dict[str, Any]:
+    runner = ctx.state.batches
+    job = runner.cancel(ctx.workspace, batch_id) if cancel else runner.load(ctx.workspace, batch_id)
+    if job is None:
+        raise RagError(
+            ErrorCode.DOCUMENT_NOT_FOUND,
+            "No batch or folder run with that batch_id in your knowledge base.",
+            suggested_action="Use the batch_id returned by lightrag_batch_process or lightrag_insert_file.",
+        )
+    if cancel and not job.finished:
+        await runner.wait(job.id, CANCEL_WAIT_S, ctx)  # items being prepared finish first
+        job = runner.load(ctx.workspace, batch_id) or job
+    counts, pipeline = await _workspace_progress(ws)
+    return job_view(job) | {"counts": counts, "pipeline": pipeline}
+
+
+async def _workspace_progress(ws: Workspace) -> tuple[dict[str, int], dict[str, Any]]:
+    """Documents of the workspace by state, and LightRAG's pipeline progress."""
+    from lightrag.kg.shared_storage import get_namespace_data
+
+    counts = {state_of(k): int(v) for k, v in (await ws.rag.doc_status.get_status_counts()).items()}
+    pipeline = dict(await get_namespace_data("pipeline_status", workspace=ws.name))
+    view = {
+        key: pipeline.get(key)
+        for key in ("busy", "job_name", "docs", "batchs", "cur_batch", "latest_message")
+        if key in pipeline
+    }
+    return counts, view
+
+
 def _times(row: dict[str, Any]) -> dict[str, Any]:
     return {"created_at": row.get("created_at"), "updated_at": row.get("updated_at")}
-
-
-async def insert_file(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
-    """`lightrag_insert_file` (alias `lightrag_index_codebase`)."""
-    raise RagError(ErrorCode.INTERNAL_ERROR, "lightrag_insert_file is not built yet.")
-
-
-async def batch_process(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
-    """`lightrag_batch_process`."""
-    raise RagError(ErrorCode.INTERNAL_ERROR, "lightrag_batch_process is not built yet.")

@@ -189,6 +189,11 @@ FORMATS: dict[DocFormat, FormatSpec] = {
 _BY_EXTENSION = {ext: spec for spec in FORMATS.values() for ext in spec.extensions}
 
 
+def supported_extensions() -> frozenset[str]:
+    """Every extension this server indexes (`.pdf`, `.md`, `.py`, ...)."""
+    return frozenset(_BY_EXTENSION)
+
+
 def supported_types() -> str:
     """The supported formats for messages: `PDF (.pdf), Markdown (.md, …), …, source code (.py, .js, … and 80 more)`."""
     parts = []

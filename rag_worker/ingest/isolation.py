@@ -38,6 +38,7 @@ from .pdf import DEFAULT_MAX_PAGES
 logger = logging.getLogger(__name__)
 
 POOL_SIZE = 2
+EXTRACTION_TIMEOUT_S = 120.0  # how long one file's extraction may run before its process is killed
 JOBS_PER_PROCESS = 50
 MEMORY_LIMIT_BYTES = 1536 * 1024 * 1024
 _STOP_GRACE_S = 2.0

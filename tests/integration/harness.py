@@ -59,11 +59,23 @@ class Client:
 
 
 @contextlib.asynccontextmanager
-async def running_server(home: Path, cwd: Path | None = None, **env: str) -> AsyncIterator[Client]:
+async def running_server(
+    home: Path, cwd: Path | None = None, roots: list[Path] | None = None, **env: str
+) -> AsyncIterator[Client]:
+    """The server over stdio; with `roots`, the client offers them as MCP roots (like VS Code)."""
     params = StdioServerParameters(
         command=PYTHON, args=["-m", "mcp_front"], env=client_env(home, **env), cwd=str(cwd or home)
     )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+    callback = None
+    if roots is not None:
+
+        async def callback(context: Any) -> types.ListRootsResult:
+            return types.ListRootsResult(roots=[types.Root(uri=path.as_uri(), name=path.name) for path in roots])
+
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, list_roots_callback=callback) as session,
+    ):
         await session.initialize()
         yield Client(session)
 

@@ -1,0 +1,275 @@
+"""Files on the server's disk: only inside the allowed roots, and folders walked safely.
+
+The allowed roots are `LIGHTRAG_MCP_ALLOWED_DIRS` plus the client's MCP roots (VS Code
+offers its workspace folders).  A path is resolved first — symlinks and `..` included —
+and then must lie inside a root as a path, not as a string prefix (`/data2` is not inside
+`/data`).  A folder walk never follows symlinked folders, re-checks every symlinked file,
+skips what `.gitignore` files and the default skip list name (vendored, generated, binary),
+and stops at a bound on the number of files.
+
+A document read from disk is named by its path relative to its root, prefixed with the
+root's folder name (`myproject/src/app.py`): two `README.md` in different folders are two
+documents, and indexing the same tree again finds the same names.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from protocol import ErrorCode, RagError
+
+from .formats import extension_of, supported_extensions
+from .validation import format_size
+
+# Folders and files a code or documents tree carries that are not worth indexing.
+DEFAULT_SKIPS = (
+    ".git/",
+    ".hg/",
+    ".svn/",
+    "node_modules/",
+    "bower_components/",
+    "__pycache__/",
+    ".venv/",
+    "venv/",
+    ".tox/",
+    ".nox/",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ruff_cache/",
+    ".cache/",
+    ".idea/",
+    ".gradle/",
+    "dist/",
+    "build/",
+    "target/",
+    "vendor/",
+    "site-packages/",
+    "*.egg-info/",
+    "coverage/",
+    "htmlcov/",
+    "*.min.js",
+    "*.min.css",
+    "*.map",
+    "*.lock",
+    "package-lock.json",
+    "pnpm-lock.yaml",
+    "*.pyc",
+    ".DS_Store",
+)
+
+
+@dataclass(frozen=True)
+class AllowedRoots:
+    """The directories path ingestion may read, resolved."""
+
+    paths: tuple[Path, ...]
+
+    @classmethod
+    def from_sources(cls, configured: Iterable[str], client_roots: Iterable[str]) -> AllowedRoots:
+        """Existing directories among the configured and the client's roots, resolved, deduplicated."""
+        found: list[Path] = []
+        for raw in [*configured, *client_roots]:
+            try:
+                path = Path(raw).expanduser().resolve(strict=True)
+            except (OSError, RuntimeError):
+                continue
+            if path.is_dir() and path not in found:
+                found.append(path)
+        return cls(tuple(found))
+
+    def describe(self) -> str:
+        return ", ".join(str(root) for root in self.paths) or "none"
+
+    def containing(self, real: Path) -> Path | None:
+        """The innermost root that contains the resolved path `real`, if any."""
+        inside = [root for root in self.paths if real == root or root in real.parents]
+        return max(inside, key=lambda root: len(root.parts)) if inside else None
+
+    def resolve(self, raw: str) -> tuple[Path, Path]:
+        """(resolved path, its root) for a client's path, or FORBIDDEN / FILE_NOT_FOUND.
+
+        A relative path is tried against each root in turn.  Whether a path outside the
+        roots exists is never revealed.
+        """
+        if not self.paths:
+            raise RagError(
+                ErrorCode.FORBIDDEN,
+                "Reading files from the server's disk is not enabled: no allowed directories are configured "
+                "and the client offered no workspace folders (MCP roots).",
+                suggested_action=(
+                    "Upload the file with upload_to_lightrag instead, or ask the administrator to set "
+                    "LIGHTRAG_MCP_ALLOWED_DIRS."
+                ),
+            )
+        text = raw.strip()
+        if not text or "\x00" in text:
+            raise RagError(ErrorCode.INVALID_PARAMETER, "file_path is empty or contains a NUL character.")
+        candidate = Path(text).expanduser()
+        candidates = [candidate] if candidate.is_absolute() else [root / candidate for root in self.paths]
+        inside_missing = False
+        for path in candidates:
+            real = Path(os.path.realpath(path))
+            root = self.containing(real)
+            if root is None:
+                continue
+            if real.exists():
+                return real, root
+            inside_missing = True
+        if inside_missing:
+            raise RagError(
+                ErrorCode.FILE_NOT_FOUND,
+                f"'{_short(text)}' does not exist inside the allowed directories ({self.describe()}).",
+                suggested_action="Check the path (relative paths are taken from each allowed directory).",
+            )
+        raise RagError(
+            ErrorCode.FORBIDDEN,
+            f"'{_short(text)}' is outside the allowed directories; only files under {self.describe()} can be "
+            "indexed (symlinks and '..' are resolved before the check).",
+            suggested_action="Choose a path inside one of the allowed directories, or upload the file instead.",
+        )
+
+
+def document_name(real: Path, root: Path) -> str:
+    """`<root folder name>/<path inside the root>`, with '/' separators."""
+    relative = real.relative_to(root).as_posix()
+    prefix = root.name or "root"
+    return prefix if relative == "." else f"{prefix}/{relative}"
+
+
+@dataclass(frozen=True)
+class FolderRules:
+    """What a folder walk takes: include/exclude globs (gitignore syntax), bounds."""
+
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+    use_gitignore: bool = True
+    recursive: bool = True
+    max_file_bytes: int = 10 * 1024 * 1024
+    max_files: int = 2000
+
+
+@dataclass
+class FolderListing:
+    """The files a walk found to index, and what it skipped with the reason."""
+
+    files: list[Path] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path inside the folder, reason)
+    truncated: bool = False
+
+
+def walk_folder(folder: Path, roots: AllowedRoots, rules: FolderRules) -> FolderListing:
+    """Every indexable file under `folder` (resolved, inside `roots`), in a stable order."""
+    listing = FolderListing()
+    extensions = supported_extensions()
+    include = pathspec.PathSpec.from_lines("gitwildmatch", rules.include) if rules.include else None
+    skip = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_SKIPS, *rules.exclude])
+    ignores: dict[Path, pathspec.GitIgnoreSpec] = {}
+
+    def ignored(path: Path, is_dir: bool) -> bool:
+        relative = path.relative_to(folder).as_posix() + ("/" if is_dir else "")
+        if skip.match_file(relative):
+            return True
+        for base, spec in ignores.items():
+            if base == path.parent or base in path.parents:
+                inner = path.relative_to(base).as_posix() + ("/" if is_dir else "")
+                if spec.match_file(inner):
+                    return True
+        return False
+
+    for current, dirnames, filenames in os.walk(folder, followlinks=False):
+        here = Path(current)
+        if rules.use_gitignore and ".gitignore" in filenames:
+            ignores[here] = _read_gitignore(here / ".gitignore")
+        kept = []
+        for name in sorted(dirnames):
+            path = here / name
+            if path.is_symlink():
+                listing.skipped.append((_inside(path, folder), "symlinked folder (not followed)"))
+            elif not ignored(path, is_dir=True):
+                kept.append(name)
+        dirnames[:] = kept if rules.recursive else []
+        for name in sorted(filenames):
+            path = here / name
+            relative = _inside(path, folder)
+            if ignored(path, is_dir=False) or (include is not None and not include.match_file(relative)):
+                continue
+            reason = _refusal(path, roots, extensions, rules.max_file_bytes)
+            if reason:
+                listing.skipped.append((relative, reason))
+                continue
+            if len(listing.files) >= rules.max_files:
+                listing.truncated = True
+                return listing
+            listing.files.append(Path(os.path.realpath(path)))
+    return listing
+
+
+def read_file(real: Path, max_bytes: int) -> bytes:
+    """A regular file's bytes, refusing anything that changed into a symlink or grew past the bound."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(real, flags)
+    except FileNotFoundError:
+        raise RagError(ErrorCode.FILE_NOT_FOUND, f"'{real.name}' no longer exists.") from None
+    except OSError:
+        raise RagError(ErrorCode.FORBIDDEN, f"'{real.name}' cannot be read (permissions or a symlink).") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise RagError(ErrorCode.UNSUPPORTED_FORMAT, f"'{real.name}' is not a regular file.")
+        if info.st_size > max_bytes:
+            raise _too_large(real.name, info.st_size, max_bytes)
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise _too_large(real.name, len(data), max_bytes)
+    return data
+
+
+def _refusal(path: Path, roots: AllowedRoots, extensions: frozenset[str], max_bytes: int) -> str | None:
+    """Why a file in a walk is not indexed, or None."""
+    real = Path(os.path.realpath(path))
+    if path.is_symlink() and roots.containing(real) is None:
+        return "symlink to a file outside the allowed directories"
+    try:
+        info = real.stat()
+    except OSError:
+        return "unreadable"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if extension_of(path.name) not in extensions:
+        return "unsupported file type"
+    if info.st_size == 0:
+        return "empty file"
+    if info.st_size > max_bytes:
+        return f"larger than {format_size(max_bytes)}"
+    return None
+
+
+def _read_gitignore(path: Path) -> pathspec.GitIgnoreSpec:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[:5000]
+    except OSError:
+        lines = []
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _inside(path: Path, folder: Path) -> str:
+    return path.relative_to(folder).as_posix()
+
+
+def _too_large(name: str, size: int, max_bytes: int) -> RagError:
+    return RagError(
+        ErrorCode.FILE_TOO_LARGE,
+        f"'{name}' is {format_size(size)}, over the {format_size(max_bytes)} limit (LIGHTRAG_MCP_MAX_FILE_MB).",
+        suggested_action="Split the file, or ask the administrator to raise LIGHTRAG_MCP_MAX_FILE_MB.",
+    )
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"

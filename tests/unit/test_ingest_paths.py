@@ -1,0 +1,147 @@
+"""Server-side paths: the allowed roots, escapes refused, folder walks (issue 5 item 2)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from protocol import ErrorCode, RagError
+from rag_worker.ingest.paths import AllowedRoots, FolderRules, document_name, read_file, walk_folder
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """data/ (allowed) beside data2/ and outside/ (not allowed)."""
+    data = tmp_path / "data"
+    (data / "proj" / "src").mkdir(parents=True)
+    (data / "proj" / "docs").mkdir()
+    (data / "proj" / "node_modules" / "lib").mkdir(parents=True)
+    (data / "proj" / "src" / "app.py").write_text("def main():\n    return 1\n")
+    (data / "proj" / "src" / "README.md").write_text("# Source\n")
+    (data / "proj" / "docs" / "README.md").write_text("# Docs\n")
+    (data / "proj" / "docs" / "draft.md").write_text("# Draft\n")
+    (data / "proj" / "node_modules" / "lib" / "index.js").write_text("module.exports = 1;\n")
+    (data / "proj" / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
+    (data / "proj" / "empty.txt").write_text("")
+    (data / "proj" / ".gitignore").write_text("docs/draft.md\n")
+    (tmp_path / "data2").mkdir()
+    (tmp_path / "data2" / "secret.md").write_text("# Secret\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.md").write_text("# Secret\n")
+    return tmp_path
+
+
+def roots(tree: Path) -> AllowedRoots:
+    return AllowedRoots.from_sources([str(tree / "data")], [])
+
+
+def code_of(call) -> ErrorCode:  # type: ignore[no-untyped-def]
+    with pytest.raises(RagError) as caught:
+        call()
+    return caught.value.code
+
+
+def test_a_path_inside_a_root_resolves_absolute_or_relative(tree: Path) -> None:
+    allowed = roots(tree)
+    real, root = allowed.resolve("proj/src/app.py")
+    assert real == tree / "data" / "proj" / "src" / "app.py" and root == tree / "data"
+    assert allowed.resolve(str(tree / "data" / "proj"))[0] == tree / "data" / "proj"
+
+
+def test_escapes_are_forbidden_and_never_reveal_what_exists_outside(tree: Path) -> None:
+    allowed = roots(tree)
+    (tree / "data" / "proj" / "out.md").symlink_to(tree / "outside" / "secret.md")
+    for escape in [
+        "../outside/secret.md",  # '..' out of the root
+        "proj/../../outside/secret.md",
+        str(tree / "outside" / "secret.md"),  # absolute, outside
+        str(tree / "data2" / "secret.md"),  # /data2 is not inside /data (prefix trap)
+        "../data2/secret.md",
+        "proj/out.md",  # a symlink pointing out
+        str(tree / "outside" / "missing.md"),  # missing outside: still FORBIDDEN, not FILE_NOT_FOUND
+        "/etc/passwd",
+    ]:
+        assert code_of(lambda escape=escape: allowed.resolve(escape)) == ErrorCode.FORBIDDEN, escape
+
+
+def test_the_error_names_the_allowed_roots(tree: Path) -> None:
+    with pytest.raises(RagError) as caught:
+        roots(tree).resolve("/etc/passwd")
+    assert str(tree / "data") in caught.value.message
+
+
+def test_missing_inside_is_file_not_found_and_no_roots_is_forbidden(tree: Path) -> None:
+    assert code_of(lambda: roots(tree).resolve("proj/nope.md")) == ErrorCode.FILE_NOT_FOUND
+    assert code_of(lambda: AllowedRoots(()).resolve("anything.md")) == ErrorCode.FORBIDDEN
+    assert code_of(lambda: roots(tree).resolve("proj/\x00.md")) == ErrorCode.INVALID_PARAMETER
+
+
+def test_client_roots_count_and_missing_roots_are_ignored(tree: Path) -> None:
+    allowed = AllowedRoots.from_sources([str(tree / "nope")], [str(tree / "outside")])
+    assert allowed.paths == ((tree / "outside").resolve(),)
+    assert allowed.resolve("secret.md")[0] == tree / "outside" / "secret.md"
+
+
+def test_a_symlink_inside_the_roots_is_followed_to_its_target(tree: Path) -> None:
+    (tree / "data" / "link.md").symlink_to(tree / "data" / "proj" / "docs" / "README.md")
+    assert roots(tree).resolve("link.md")[0] == tree / "data" / "proj" / "docs" / "README.md"
+
+
+def test_documents_are_named_by_root_folder_and_relative_path(tree: Path) -> None:
+    data = tree / "data"
+    assert document_name(data / "proj" / "src" / "README.md", data) == "data/proj/src/README.md"
+    assert document_name(data / "proj" / "docs" / "README.md", data) != document_name(
+        data / "proj" / "src" / "README.md", data
+    )
+
+
+def test_a_walk_skips_vendored_ignored_binary_and_empty_files(tree: Path) -> None:
+    folder = tree / "data" / "proj"
+    listing = walk_folder(folder, roots(tree), FolderRules())
+    found = sorted(path.relative_to(folder).as_posix() for path in listing.files)
+    assert found == ["docs/README.md", "src/README.md", "src/app.py"]  # node_modules, .gitignore'd draft skipped
+    reasons = dict(listing.skipped)
+    assert reasons["logo.png"] == "unsupported file type"
+    assert reasons["empty.txt"] == "empty file"
+
+
+def test_include_exclude_recursive_and_gitignore_switch(tree: Path) -> None:
+    folder = tree / "data" / "proj"
+    only_md = walk_folder(folder, roots(tree), FolderRules(include=["*.md"], use_gitignore=False))
+    assert sorted(p.name for p in only_md.files) == ["README.md", "README.md", "draft.md"]
+    no_docs = walk_folder(folder, roots(tree), FolderRules(exclude=["docs/"]))
+    assert all("docs" not in p.parts for p in no_docs.files)
+    top = walk_folder(folder / "src", roots(tree), FolderRules(recursive=False))
+    assert sorted(p.name for p in top.files) == ["README.md", "app.py"]
+    flat = walk_folder(folder, roots(tree), FolderRules(recursive=False))
+    assert flat.files == []
+
+
+def test_a_walk_never_follows_links_out_and_stops_at_the_file_bound(tree: Path) -> None:
+    folder = tree / "data" / "proj"
+    (folder / "src" / "leak.md").symlink_to(tree / "outside" / "secret.md")
+    (folder / "outdir").symlink_to(tree / "outside", target_is_directory=True)
+    listing = walk_folder(folder, roots(tree), FolderRules())
+    assert all(tree / "outside" not in p.parents for p in listing.files)
+    reasons = dict(listing.skipped)
+    assert reasons["src/leak.md"] == "symlink to a file outside the allowed directories"
+    assert reasons["outdir"] == "symlinked folder (not followed)"
+    bounded = walk_folder(folder, roots(tree), FolderRules(max_files=2))
+    assert len(bounded.files) == 2 and bounded.truncated
+
+
+def test_large_files_are_skipped_in_walks_and_refused_on_read(tree: Path) -> None:
+    big = tree / "data" / "proj" / "big.txt"
+    big.write_text("x" * 5000)
+    listing = walk_folder(tree / "data" / "proj", roots(tree), FolderRules(max_file_bytes=1000))
+    assert dict(listing.skipped)["big.txt"].startswith("larger than")
+    assert code_of(lambda: read_file(big, 1000)) == ErrorCode.FILE_TOO_LARGE
+    assert read_file(big, 10_000) == b"x" * 5000
+
+
+def test_read_refuses_a_file_swapped_for_a_symlink(tree: Path) -> None:
+    target = tree / "data" / "proj" / "swap.md"
+    os.symlink(tree / "outside" / "secret.md", target)
+    assert code_of(lambda: read_file(target, 10_000)) == ErrorCode.FORBIDDEN
