@@ -182,9 +182,10 @@ TOOLS: tuple[Tool, ...] = (
         name="lightrag_list_documents",
         title="List documents",
         description=(
-            "List the documents in your knowledge base with their status, type, size, chunk/entity/relation "
-            "counts, errors and metadata; filter by status, name or metadata text and upload date, sort and "
-            "page through them. Also returns counts by status and file type."
+            "List the documents in your knowledge base with their id, status, file type, size, chunk/entity/relation "
+            "counts, errors and metadata. Filter by status, by text in the file name, title or metadata (e.g. a tag) "
+            "and by upload date; sort and page through them (limit up to 200, then offset). Also returns counts by "
+            "status and file type for the whole knowledge base. The ids are what lightrag_delete_documents takes."
         ),
         method=m.LIST_DOCUMENTS,
         read_only=True,
@@ -194,9 +195,14 @@ TOOLS: tuple[Tool, ...] = (
         name="lightrag_delete_documents",
         title="Delete documents",
         description=(
-            "Delete documents by id (ids come from lightrag_list_documents or an upload result): their chunks, "
-            "and the entities and relations only they supported, are removed; shared ones are rebuilt. "
-            "Optionally writes a backup first. Reports what was deleted and why any id failed."
+            "Delete documents with their chunks and the entities and relations only they supported; shared ones are "
+            "rebuilt from the remaining documents. Ids come from lightrag_list_documents or an upload result (a file "
+            "name works too); cascade_delete=false instead refuses a document whose deletion would remove any entity "
+            "or relation. "
+            "create_backup writes a JSON backup first. Running indexing is waited for up to 30 s; a document still "
+            "indexing after that fails with DELETION_FORBIDDEN (retryable). Reports deleted ids, each failed id with "
+            "its reason, and cascade counts; the call itself fails only when every id failed for the same reason "
+            "(e.g. DOCUMENT_NOT_FOUND)."
         ),
         method=m.DELETE_DOCUMENTS,
         read_only=False,
@@ -208,15 +214,19 @@ TOOLS: tuple[Tool, ...] = (
         name="lightrag_get_graph",
         title="Knowledge graph",
         description=(
-            "Get the knowledge graph, or the part around an entity or label, as JSON or exported as GraphML, "
-            "GEXF, Cypher or a Mermaid diagram, with statistics (node/edge types, density, clustering). "
-            "lightrag_visualize_subgraph gives a chat-sized Mermaid diagram around an entity."
+            "Get the knowledge graph, or the part around an entity (entity / label_filter), an entity type, or "
+            "the entities a question is about (query), as JSON or exported as GraphML, GEXF, Cypher or a Mermaid "
+            "diagram, with statistics (node/edge types, density, clustering). Large exports are saved as a file "
+            "on the server and summarised. lightrag_visualize_subgraph gives a chat-sized Mermaid diagram around "
+            "an entity or a query's entities."
         ),
         method=m.GET_GRAPH,
         read_only=True,
         idempotent=True,
         aliases=("lightrag_visualize_subgraph",),
-        alias_defaults=(("lightrag_visualize_subgraph", (("output_format", "mermaid"), ("max_nodes", 30))),),
+        alias_defaults=(
+            ("lightrag_visualize_subgraph", (("output_format", "mermaid"), ("max_nodes", 30), ("max_edges", 60))),
+        ),
         timeout=INGEST_TIMEOUT,
     ),
     Tool(
@@ -235,21 +245,27 @@ TOOLS: tuple[Tool, ...] = (
         name="lightrag_get_entity_relationships",
         title="Entity and its relationships",
         description=(
-            "Show an entity's details and its relationships: direction, relationship and target-type filters, "
-            "multi-hop up to max_depth, with counts by type. Use the entity name from lightrag_search_entities."
+            "Show an entity's details (type, description, source documents) and its relationships: direction, "
+            "relationship and target-type filters, multi-hop up to max_depth, with counts by type and direction. "
+            "Use the entity name from lightrag_search_entities. lightrag_get_entity shows one entity with its "
+            "first relations."
         ),
         method=m.ENTITY_RELATIONSHIPS,
         read_only=True,
         idempotent=True,
         aliases=("lightrag_get_entity",),
+        alias_defaults=(("lightrag_get_entity", (("limit", 20),)),),
     ),
     Tool(
         name="lightrag_update_entity",
         title="Edit an entity",
         description=(
-            "Correct the knowledge graph: change an entity's description or type, rename it, add or remove its "
-            "relationships, create it if missing, or merge other entities into it. Changes are validated first, "
-            "applied atomically and summarised."
+            "Correct the knowledge graph: change an entity's description (replace or append) or type, set "
+            "properties and labels, rename it, add or remove its relationships, create it if missing, or merge "
+            "duplicate entities into it. Everything is checked first (unknown entity: ENTITY_NOT_FOUND; unknown "
+            "relationship target: RELATIONSHIP_TARGET_NOT_FOUND; rename onto an existing name: UPDATE_CONFLICT "
+            "unless allow_merge), then applied all-or-nothing; the result lists each field before and after. "
+            "Queries see the change at once."
         ),
         method=m.UPDATE_ENTITY,
         read_only=False,
@@ -260,7 +276,8 @@ TOOLS: tuple[Tool, ...] = (
         title="Clear caches",
         description=(
             "Clear the knowledge base's caches (llm, embedding, query, document, graph or all) and report their "
-            "sizes before and after. Rarely needed: use it after changing the LLM, or to free space."
+            "sizes before and after. Rarely needed: use it after changing the LLM, or to free space. The "
+            "entity-extraction cache is always kept, because deleting documents rebuilds shared entities from it."
         ),
         method=m.CLEAR_CACHE,
         read_only=False,
@@ -271,9 +288,10 @@ TOOLS: tuple[Tool, ...] = (
         name="lightrag_get_system_stats",
         title="Usage statistics",
         description=(
-            "Usage statistics over a time range: queries by mode, latency percentiles, cache hit rate, documents "
+            "Usage statistics of your knowledge base over a time range (last_hour, last_day, last_week, "
+            "last_month, all, or {start, end}): queries by mode, latency percentiles, cache hit rate, documents "
             "processed and failed, processing times, memory, storage usage, worker restarts, and the audit log "
-            "of changes (stat_categories: [\"audit\"])."
+            "of changes, newest first (stat_categories: [\"audit\"])."
         ),
         method=m.SYSTEM_STATS,
         read_only=True,
@@ -284,9 +302,10 @@ TOOLS: tuple[Tool, ...] = (
         title="Knowledge base health",
         description=(
             "Check whether the LightRAG knowledge base is up: overall status (healthy / degraded / "
-            "unhealthy), the worker process (state, pid, uptime, restarts, memory, ping latency) and, "
-            "with check_dependencies, a live open of your knowledge base. Call it when another tool "
-            "fails with SERVICE_UNAVAILABLE or WORKER_RESTARTED, or before a long ingestion."
+            "unhealthy), the worker process (state, pid, uptime, restarts, memory, ping latency); "
+            "include_detailed adds configuration, memory and your knowledge base's counts; "
+            "check_dependencies times each storage, the embedding model and the LLM endpoint. Call it when "
+            "another tool fails with SERVICE_UNAVAILABLE or WORKER_RESTARTED, or before a long ingestion."
         ),
         method=m.HEALTH,
         read_only=True,

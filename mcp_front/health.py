@@ -23,6 +23,12 @@ HEALTH_OUTPUT_SCHEMA = obj(
         "identity_source": string(enum=["param", "meta", "env", "default"]),
         "components": open_object("front, worker and (with check_dependencies) workspace state"),
         "worker_details": open_object("What the worker reports about itself, when it is reachable."),
+        "statistics": open_object(
+            "Your knowledge base (include_detailed or check_dependencies): documents by status, entities, "
+            "relations, chunks, indexing queue."
+        ),
+        "memory": open_object("RSS in MB of the front and worker processes."),
+        "limits": open_object("Per-workspace limits in force (0/null: unlimited)."),
         "notes": array(string(max_length=2000), max_items=50),
     },
     closed=False,
@@ -40,8 +46,13 @@ async def health_check(
     arguments: dict[str, Any],
     call_worker: CallWorker,
     front_rss_mb: float,
+    limits: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Combine the supervisor's view with the worker's own report (when it answers)."""
+    """Combine the supervisor's view with the worker's own report (when it answers).
+
+    With include_detailed / check_dependencies the worker adds per-storage probes (class,
+    ok, latency), the embedding model (name, dim, latency of one embedding), the LLM endpoint
+    (configured or not, reachability), configuration without secrets and statistics."""
     worker = supervisor.snapshot()
     notes: list[str] = []
     components: dict[str, Any] = {
@@ -50,11 +61,13 @@ async def health_check(
     }
     status = "healthy"
     details: dict[str, Any] = {}
+    statistics: dict[str, Any] | None = None
     if supervisor.is_ready:
         try:
             timeout = WORKER_HEALTH_TIMEOUT if arguments.get("check_dependencies") else 5.0
             details = await call_worker(m.HEALTH.name, arguments, timeout)
             components.update(details.pop("components", {}) or {})
+            statistics = details.pop("statistics", None)
             notes.extend(details.pop("notes", []) or [])
             if details.get("status") != "healthy":
                 status = "degraded"
@@ -75,7 +88,7 @@ async def health_check(
         )
     if worker.get("last_failure") and status != "healthy":
         notes.append(f"Last worker failure: {worker['last_failure']}.")
-    return {
+    result: dict[str, Any] = {
         "status": status,
         "version": FRONT_VERSION,
         "uptime_s": round(time.monotonic() - started, 3),
@@ -85,3 +98,9 @@ async def health_check(
         "worker_details": details,
         "notes": notes,
     }
+    if statistics is not None:
+        result["statistics"] = statistics
+    if arguments.get("include_detailed"):
+        result["memory"] = {"front_rss_mb": front_rss_mb, "worker_rss_mb": worker.get("rss_mb")}
+        result["limits"] = limits or {}
+    return result

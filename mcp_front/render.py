@@ -15,9 +15,17 @@ Renderer = Callable[[dict[str, Any]], str]
 
 
 def render_json(result: dict[str, Any]) -> str:
-    body = orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()
+    """The message, then the rest of the result as JSON — without what the message already
+    says word for word (a Mermaid diagram shown in the message is not repeated)."""
     message = result.get("message")
-    return f"{message}\n\n{body}" if isinstance(message, str) and message else body
+    if not isinstance(message, str) or not message:
+        return orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()
+    rest = {
+        key: value
+        for key, value in result.items()
+        if key != "message" and not (isinstance(value, str) and len(value) > 80 and value in message)
+    }
+    return f"{message}\n\n{orjson.dumps(rest, option=orjson.OPT_INDENT_2).decode()}"
 
 
 def render_query(result: dict[str, Any]) -> str:

@@ -28,7 +28,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_front.catalogue import TOOLS, Catalogue, Tool, tools_markdown
 from mcp_front.health import FRONT_VERSION, health_check
 from mcp_front.identity import Identity, resolve_identity
+from mcp_front.rate_limit import RateLimiter
 from mcp_front.results import error_result, tool_result
+from mcp_front.stats import CallStats, system_stats
 from mcp_front.supervisor import WorkerSupervisor, front_rss_mb
 from mcp_front.worker_process import worker_command
 from protocol import ErrorCode, RagError
@@ -56,6 +58,8 @@ class FrontApp:
         self.catalogue = catalogue
         self.supervisor = supervisor
         self.started = time.monotonic()
+        self.call_stats = CallStats()
+        self.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
 
     async def on_list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -77,7 +81,10 @@ class FrontApp:
                 )
                 arguments = self.catalogue.arguments_for(tool, params.name, params.arguments or {})
                 self.catalogue.validate(tool, arguments)
-                result = await self._serve(ctx, tool, identity, arguments, cid)
+                if tool.method is not m.HEALTH:  # the health check stays answerable when limited
+                    self.rate_limiter.check(identity.workspace)
+                with self.call_stats.timing(identity.workspace, tool.name, arguments) as timing:
+                    result = timing.result = await self._serve(ctx, tool, identity, arguments, cid)
                 return tool_result(result, tool.render(result))
             except RagError as exc:
                 log.info("%s failed: %s", params.name, exc)
@@ -101,6 +108,8 @@ class FrontApp:
             "workspace": identity.workspace,
             "correlation_id": cid,
             "progress": progress_token is not None,
+            "tool": tool.name,
+            "audit": not tool.read_only and not tool.debug_only,  # mutating: the worker audits it
         }
         if identity.user_id is not None:
             envelope_context["user_id"] = identity.user_id
@@ -127,6 +136,21 @@ class FrontApp:
                 arguments=arguments,
                 call_worker=call_worker,
                 front_rss_mb=front_rss_mb(),
+                limits={
+                    "rate_limit_per_minute": self.settings.rate_limit_per_minute or None,
+                    "max_documents": self.settings.max_documents or None,
+                    "max_storage_mb": self.settings.max_storage_mb or None,
+                },
+            )
+        if tool.method is m.SYSTEM_STATS:
+            return await system_stats(
+                stats=self.call_stats,
+                supervisor=self.supervisor,
+                workspace=identity.workspace,
+                arguments=arguments,
+                call_worker=call_worker,
+                front_rss_mb=front_rss_mb(),
+                front_started=time.time() - (time.monotonic() - self.started),
             )
         result = await call_worker(tool.method.name, arguments, tool.timeout or self.settings.call_timeout)
         if not isinstance(result, dict):

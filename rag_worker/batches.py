@@ -32,7 +32,7 @@ import anyio
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
 from rag_worker.documents import TERMINAL_STATES, SourceDocument, doc_id_for, name_from_file_path, state_of
-from rag_worker.indexing import _delete_version, enqueue_document
+from rag_worker.indexing import delete_version, enqueue_document
 from rag_worker.ingest import BYTES_PER_MB, detect_format, extract_isolated, validate_metadata
 from rag_worker.ingest.isolation import EXTRACTION_TIMEOUT_S
 from rag_worker.ingest.paths import AllowedRoots, document_name, read_file
@@ -241,7 +241,7 @@ class BatchRunner:
             record = await ws.catalog.get(doc_id) or {}
             if record.get("origin") != "path":
                 continue
-            await _delete_version(ws, doc_id)
+            await delete_version(ws, doc_id)
             removed.append(path)
         job.folder["removed"] = removed[:1000]
         job.folder["removed_count"] = len(removed)

@@ -18,8 +18,17 @@ import anyio
 
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
-from rag_worker.documents import TERMINAL_STATES, SourceDocument, doc_id_for, lightrag_file_path, state_of
+from rag_worker.deletion import remove_document
+from rag_worker.documents import (
+    TERMINAL_STATES,
+    SourceDocument,
+    doc_id_for,
+    lightrag_file_path,
+    name_from_file_path,
+    state_of,
+)
 from rag_worker.engine import Workspace
+from rag_worker.limits import check_quota
 
 log = logging.getLogger("rag_worker.indexing")
 
@@ -74,12 +83,14 @@ async def enqueue_document(ctx: RequestContext, ws: Workspace, source: SourceDoc
         if same is not None:
             same_id, same_row = same
             if state_of(same_row.get("status")) != "failed":
-                record = await ws.catalog.get(same_id) or {"filename": same_row.get("file_path")}
+                record = await ws.catalog.get(same_id) or {"filename": name_from_file_path(str(same_row.get("file_path") or ""))}
                 return Enqueued(same_id, "already_indexed", record, started, existing_row=same_row)
-            await _delete_version(ws, same_id)  # a failed copy of this content: index it afresh
+            await delete_version(ws, same_id)  # a failed copy of this content: index it afresh
+        replacing = await rag.doc_status.get_by_id(doc_id) is not None
+        await check_quota(ctx, ws, source.size_bytes, replacing=doc_id if replacing else None)
         action = "indexed"
-        if await rag.doc_status.get_by_id(doc_id) is not None:
-            await _delete_version(ws, doc_id)
+        if replacing:
+            await delete_version(ws, doc_id)
             action = "replaced"
         track_id = generate_track_id("upload")
         record = _catalog_record(source, content_hash, track_id)
@@ -133,23 +144,23 @@ def _catalog_record(source: SourceDocument, content_hash: str, track_id: str) ->
     }
 
 
-async def _delete_version(ws: Workspace, doc_id: str) -> None:
-    """Remove a document (for a replacement), waiting while the pipeline is busy."""
-    deadline = time.monotonic() + DELETE_WAIT_SECONDS
-    while True:
-        result = await ws.rag.adelete_by_doc_id(doc_id, delete_llm_cache=False)
-        status = str(getattr(result, "status", "fail"))
-        if status in {"success", "not_found"}:
-            await ws.catalog.delete(doc_id)
-            return
-        if status != "not_allowed" or time.monotonic() >= deadline:
-            log.warning("deleting %s for replacement failed: %s", doc_id, getattr(result, "message", status))
-            raise RagError(
-                ErrorCode.DELETION_FORBIDDEN,
-                "The previous version of this document could not be removed while indexing runs.",
-                suggested_action="Wait for indexing to finish (lightrag_get_status), then upload again.",
-            )
-        await anyio.sleep(0.5)
+async def delete_version(ws: Workspace, doc_id: str) -> None:
+    """Remove a document's previous version (for a replacement), waiting while the pipeline is busy."""
+    removed = await remove_document(ws, doc_id, deadline=time.monotonic() + DELETE_WAIT_SECONDS)
+    if removed.status in {"success", "not_found"}:
+        return
+    if removed.status == "busy":
+        raise RagError(
+            ErrorCode.DELETION_FORBIDDEN,
+            "The previous version of this document could not be removed while indexing runs.",
+            suggested_action="Wait for indexing to finish (lightrag_get_status), then upload again.",
+        )
+    raise RagError(
+        ErrorCode.PROCESSING_FAILED,
+        "The previous version of this document could not be removed.",
+        suggested_action="Retry once; if it persists, delete the document with lightrag_delete_documents first.",
+        retryable=True,
+    )
 
 
 async def _wait_for(ctx: RequestContext, ws: Workspace, doc_id: str, seconds: float) -> dict[str, Any]:
@@ -182,7 +193,7 @@ async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], rec
         entities, relations = await document_counts(ws, doc_id)
     return {
         "document_id": doc_id,
-        "filename": record.get("filename") or row.get("file_path") or doc_id,
+        "filename": record.get("filename") or name_from_file_path(str(row.get("file_path") or "")) or doc_id,
         "status": state if state in STAGES + ["failed"] else "pending",
         "track_id": row.get("track_id") or record.get("track_id") or "",
         "words": int(record.get("words") or 0),

@@ -14,6 +14,7 @@ import numpy as np
 
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
+from rag_worker.documents import name_from_file_path
 from rag_worker.engine import Workspace
 
 log = logging.getLogger("rag_worker.querying")
@@ -161,7 +162,7 @@ async def _sources(ws: Workspace, query: str, chunks: list[dict[str, Any]], thre
         sources.append(
             {
                 "document_id": doc_id,
-                "filename": record.get("filename") or chunk.get("file_path") or "unknown",
+                "filename": record.get("filename") or name_from_file_path(str(chunk.get("file_path") or "")) or "unknown",
                 "chunk_id": chunk_id,
                 "content_preview": content[:PREVIEW_CHARS] + ("…" if len(content) > PREVIEW_CHARS else ""),
                 "content": content,

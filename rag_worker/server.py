@@ -212,10 +212,15 @@ class WorkerServer:
             raise RagError(ErrorCode.INVALID_PARAMETER, f"Unknown worker method {request.method!r}.")
         if not spec.tool_method:
             return await handler(RequestContext.control(self.state, request.id), request.params)
-        context = RequestContext.from_envelope(self.state, request.id, request.params.get("context"))
+        envelope = request.params.get("context") or {}
+        context = RequestContext.from_envelope(self.state, request.id, envelope)
         arguments = request.params.get("arguments")
         if not isinstance(arguments, dict):
             raise RagError(ErrorCode.INVALID_PARAMETER, "The call has no arguments object.")
+        if envelope.get("audit"):  # a mutating call: it goes to the workspace's audit log
+            from rag_worker.audit import record_call
+
+            return await record_call(context, str(envelope.get("tool") or request.method), arguments, handler)
         return await handler(context, arguments)
 
 

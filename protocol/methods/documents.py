@@ -2,8 +2,195 @@
 
 from __future__ import annotations
 
-from protocol.schema import MethodSpec, obj, open_object
+from protocol.schema import MethodSpec, array, boolean, integer, nullable, number, obj, open_object, string
 
-# Schemas: filled by the documents work package (issue 5, items 4-5).
-LIST_DOCUMENTS = MethodSpec("documents/list", obj({}), open_object())
-DELETE_DOCUMENTS = MethodSpec("documents/delete", obj({}), open_object())
+DOCUMENT_STATES = ["pending", "parsing", "analyzing", "processing", "processed", "failed"]
+SORT_FIELDS = ["created_date", "updated_date", "title", "filename", "status", "size", "processing_time"]
+MAX_LIST_LIMIT = 200
+MAX_DELETE_IDS = 100
+
+DOCUMENT_ID = string(
+    "A document id (doc-…) from lightrag_list_documents or an upload result; the document's file name is accepted too.",
+    max_length=255,
+    min_length=1,
+)
+
+LIST_DOCUMENTS_PARAMS = obj(
+    {
+        "status_filter": string(
+            "Only documents in this indexing state (omit, or all, for every state): pending, parsing, analyzing "
+            "and processing are still indexing; processed is searchable; failed has an error_message.",
+            enum=[*DOCUMENT_STATES, "all"],
+        ),
+        "limit": integer("Documents per page.", minimum=1, maximum=MAX_LIST_LIMIT, default=50),
+        "offset": integer("Documents to skip (for the next page: offset + limit).", maximum=10**7, default=0),
+        "sort_by": string(
+            "Sort key: created_date (upload time), updated_date (last state change), title, filename, "
+            "status (pipeline order), size (bytes) or processing_time.",
+            enum=SORT_FIELDS,
+            default="created_date",
+        ),
+        "sort_order": string("asc or desc.", enum=["asc", "desc"], default="desc"),
+        "search_query": string(
+            "Case-insensitive text to find in the file name, title, document id or metadata values "
+            "(tags, author, source, …).",
+            max_length=500,
+        ),
+        "date_range": obj(
+            {
+                "start_date": string(
+                    "Earliest upload time, ISO 8601 date or date-time (e.g. 2025-01-31 or 2025-01-31T08:00:00Z); "
+                    "inclusive.",
+                    max_length=64,
+                ),
+                "end_date": string(
+                    "Latest upload time, ISO 8601; a date alone includes that whole day (UTC).", max_length=64
+                ),
+            },
+            "Only documents uploaded in this range (UTC when no offset is given).",
+        ),
+    }
+)
+
+DOCUMENT_SUMMARY = obj(
+    {
+        "id": string(max_length=255),
+        "title": string(max_length=512),
+        "filename": string(max_length=512),
+        "status": string(max_length=32),
+        "created_at": nullable(string(max_length=64)),
+        "updated_at": nullable(string(max_length=64)),
+        "processed_at": nullable(string(max_length=64)),
+        "file_type": nullable(string(max_length=32)),
+        "mime_type": nullable(string(max_length=255)),
+        "file_size": nullable(integer(maximum=10**13)),
+        "pages": nullable(integer(maximum=10**7)),
+        "words": nullable(integer(maximum=10**10)),
+        "chunk_count": nullable(integer(maximum=10**9)),
+        "entity_count": nullable(integer(maximum=10**9)),
+        "relationship_count": nullable(integer(maximum=10**9)),
+        "processing_time_s": nullable(number(maximum=1e9)),
+        "error_message": nullable(string(max_length=4000)),
+        "metadata": open_object(),
+        "track_id": nullable(string(max_length=128)),
+        "content_hash": nullable(string(max_length=128)),
+    },
+    closed=False,
+)
+
+LIST_DOCUMENTS_RESULT = obj(
+    {
+        "documents": array(DOCUMENT_SUMMARY, max_items=MAX_LIST_LIMIT),
+        "pagination": obj(
+            {
+                "total_documents": integer("Documents matching the filters.", maximum=10**9),
+                "offset": integer(maximum=10**7),
+                "limit": integer(maximum=MAX_LIST_LIMIT),
+                "current_page": integer(maximum=10**9),
+                "total_pages": integer(maximum=10**9),
+                "has_next": boolean(),
+                "has_previous": boolean(),
+            },
+            closed=False,
+        ),
+        "statistics": obj(
+            {
+                "total_documents": integer("Documents in the whole knowledge base.", maximum=10**9),
+                "by_status": open_object("Documents by indexing state."),
+                "by_file_type": open_object("Documents by file extension."),
+                "processing_success_rate": nullable(
+                    number("processed / (processed + failed); null before any document finished.", maximum=1.0)
+                ),
+                "total_chunks": integer(maximum=10**12),
+                "total_size_bytes": integer(maximum=10**15),
+            },
+            "Over the whole knowledge base, regardless of filters.",
+            closed=False,
+        ),
+        "filters": open_object("The filters that were applied."),
+        "message": string(max_length=4000),
+    },
+    closed=False,
+)
+
+DELETE_DOCUMENTS_PARAMS = obj(
+    {
+        "document_ids": array(DOCUMENT_ID, "Documents to delete.", min_items=1, max_items=MAX_DELETE_IDS),
+        "delete_options": obj(
+            {
+                "cascade_delete": boolean(
+                    "true: also remove the entities and relations only these documents supported (shared ones "
+                    "are rebuilt from the remaining documents). false: refuse to delete a document that is the "
+                    "only source of any entity or relation, so the graph keeps every entity and relation.",
+                    default=True,
+                ),
+                "create_backup": boolean(
+                    "Write a JSON backup of everything deleted (text, status, metadata, chunks, entities, "
+                    "relations) into the knowledge base's backups folder first; if it cannot be written nothing "
+                    "is deleted.",
+                    default=False,
+                ),
+                "notify_on_completion": boolean(
+                    "Accepted for compatibility and ignored: progress is reported while the call runs when the "
+                    "client asks for progress."
+                ),
+                "force_delete": boolean(
+                    "Also delete documents stuck in pending/processing while no indexing runs (e.g. after a "
+                    "crash). Never interrupts a running indexing job.",
+                    default=False,
+                ),
+            }
+        ),
+    },
+    required=["document_ids"],
+)
+
+DELETE_FAILURE = obj(
+    {
+        "document_id": string(max_length=255),
+        "error_code": string(max_length=64),
+        "error_message": string(max_length=4000),
+        "retryable": boolean(),
+        "suggested_action": string(max_length=1000),
+    },
+    closed=False,
+)
+
+CASCADE_COUNTS = obj(
+    {
+        "chunks_deleted": integer(maximum=10**9),
+        "entities_deleted": integer(maximum=10**9),
+        "entities_rebuilt": integer(maximum=10**9),
+        "relationships_deleted": integer(maximum=10**9),
+        "relationships_rebuilt": integer(maximum=10**9),
+    },
+    closed=False,
+)
+
+DELETE_DOCUMENTS_RESULT = obj(
+    {
+        "deleted_documents": array(string(max_length=255), max_items=MAX_DELETE_IDS),
+        "failed_deletions": array(DELETE_FAILURE, max_items=MAX_DELETE_IDS),
+        "cascade_deletions": CASCADE_COUNTS,
+        "documents": array(
+            open_object("One deleted document: id, filename, its cascade counts, sample entity names."),
+            max_items=MAX_DELETE_IDS,
+        ),
+        "backup_info": nullable(
+            obj(
+                {
+                    "backup_id": string(max_length=128),
+                    "backup_location": string("Relative to the knowledge base's data folder.", max_length=512),
+                    "backup_size": integer("Bytes.", maximum=10**13),
+                },
+                closed=False,
+            )
+        ),
+        "processing_time": number("Seconds.", maximum=1e7),
+        "message": string(max_length=8000),
+    },
+    closed=False,
+)
+
+LIST_DOCUMENTS = MethodSpec("documents/list", LIST_DOCUMENTS_PARAMS, LIST_DOCUMENTS_RESULT)
+DELETE_DOCUMENTS = MethodSpec("documents/delete", DELETE_DOCUMENTS_PARAMS, DELETE_DOCUMENTS_RESULT)

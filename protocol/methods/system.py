@@ -13,6 +13,8 @@ CALL_CONTEXT = obj(
         "roots": array(
             string(max_length=4096), "The client's MCP roots as local paths (tools that read the disk).", max_items=256
         ),
+        "tool": string("The MCP tool name the call came in as (statistics, audit).", max_length=64),
+        "audit": boolean("The call changes the knowledge base: the worker appends it to the audit log."),
     },
     required=["workspace", "correlation_id"],
 )
@@ -115,6 +117,76 @@ DEBUG = MethodSpec(
     debug_only=True,
 )
 
-# Schemas: filled by the system work package (issue 6, items 6-9).
-CLEAR_CACHE = MethodSpec("system/clear_cache", obj({}), open_object())
-SYSTEM_STATS = MethodSpec("system/stats", obj({}), open_object())
+CACHE_TYPES = ["llm", "embedding", "query", "document", "graph", "all"]
+CACHE_SIZE = open_object("entries, size_bytes, oldest_entry, newest_entry, scope, note")
+
+CLEAR_CACHE = MethodSpec(
+    "system/clear_cache",
+    obj(
+        {
+            "cache_types": array(
+                string(enum=CACHE_TYPES),
+                "Which caches to clear: llm (LLM responses cached at query time), query (cached answers), "
+                "embedding (vectors of recent query texts), document (parsed documents), graph (the in-memory "
+                "graph, re-read from storage), or all. The entity-extraction cache is always kept: deleting "
+                "documents needs it.",
+                max_items=6,
+                min_items=1,
+            ),
+        },
+        required=["cache_types"],
+    ),
+    obj(
+        {
+            "cleared_caches": array(string(max_length=32), max_items=10),
+            "cache_sizes_before": open_object("Per cache type: " + CACHE_SIZE["description"]),
+            "cache_sizes_after": open_object("Per cache type, after clearing."),
+            "kept": open_object("Caches deliberately not cleared, with their sizes and why."),
+            "processing_time_s": number(maximum=1e7),
+            "warnings": array(string(max_length=1000), max_items=20),
+            "message": string(max_length=4000),
+        },
+        closed=False,
+    ),
+)
+
+STAT_CATEGORIES = ["queries", "documents", "performance", "memory", "storage", "restarts", "audit"]
+TIME_RANGES = ["last_hour", "last_day", "last_week", "last_month", "all"]
+ISO_TIME = string("ISO 8601 date or date-time (UTC when no offset is given).", max_length=64)
+
+SYSTEM_STATS = MethodSpec(
+    "system/stats",
+    obj(
+        {
+            "time_range": {
+                "description": (
+                    "Period to report on: last_hour, last_day (default), last_week, last_month or all; or "
+                    "{\"start\": ISO time, \"end\": ISO time}."
+                ),
+                "anyOf": [string(enum=TIME_RANGES), obj({"start": ISO_TIME, "end": ISO_TIME})],
+            },
+            "stat_categories": array(
+                string(enum=STAT_CATEGORIES),
+                "Sections to include (default: all but audit). audit lists the changes made to your knowledge "
+                "base (uploads, deletes, edits, cache clears), newest first.",
+                max_items=len(STAT_CATEGORIES),
+            ),
+            "audit_limit": integer("Most audit entries to return.", minimum=1, maximum=500, default=50),
+        }
+    ),
+    obj(
+        {
+            "time_range": open_object("start and end of the period (ISO, UTC)."),
+            "queries": open_object("Query calls: total, by mode, latency percentiles (ms), cache hit rate, errors."),
+            "documents": open_object("Documents by status, processed and failed in the period, processing times."),
+            "performance": open_object("Per tool: calls, errors, latency percentiles (ms); throughput."),
+            "memory": open_object("RSS of the front and worker processes (MB)."),
+            "storage": open_object("Bytes used by your knowledge base's files."),
+            "restarts": open_object("Worker restarts and recycles since the server started."),
+            "audit": open_object("entries (newest first): time, user, tool, arguments summary, result, correlation_id."),
+            "notes": array(string(max_length=2000), max_items=20),
+            "message": string(max_length=4000),
+        },
+        closed=False,
+    ),
+)

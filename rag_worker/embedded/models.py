@@ -230,6 +230,7 @@ def make_embedding_func(embedder: OnnxSentenceEmbedder, limiter: anyio.CapacityL
                 recent.popitem(last=False)
         return vectors
 
+    embed.query_cache = recent  # type: ignore[attr-defined]  # sized and cleared by lightrag_clear_cache
     # A plain closure: deepcopy (LightRAG's asdict) treats functions as atomic.
     return EmbeddingFunc(embedding_dim=EMBEDDING_DIM, func=embed, max_token_size=MAX_TOKEN_SIZE, model_name=MODEL_NAME)
 

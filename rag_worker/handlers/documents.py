@@ -2,17 +2,213 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+import anyio
+
 from protocol import ErrorCode, RagError
+from rag_worker.backups import write_backup
 from rag_worker.context import RequestContext
+from rag_worker.deletion import (
+    DELETE_WAIT_SECONDS,
+    POLL_SECONDS,
+    Contribution,
+    DeleteOptions,
+    Failure,
+    Outcome,
+    Progress,
+    delete_inspected,
+    inspect,
+    not_ready_failure,
+    pipeline_busy,
+    readiness,
+    resolve,
+    restrict_failure,
+)
+from rag_worker.documents import state_of
+from rag_worker.engine import Workspace
+from rag_worker.listing import (
+    add_graph_counts,
+    all_status_rows,
+    listing_result,
+    parse_list_request,
+    select_documents,
+)
 
 
 async def list_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
-    """`lightrag_list_documents`."""
-    raise RagError(ErrorCode.INTERNAL_ERROR, "lightrag_list_documents is not built yet.")
+    """`lightrag_list_documents`: filter, sort and page documents; statistics of the workspace."""
+    request = parse_list_request(args)
+    ws = await ctx.state.engines.get(ctx.workspace)
+    rows = await all_status_rows(ws)
+    records = await ws.catalog.get_many(list(rows)) if rows else {}
+    listing = await ctx.run_cpu(select_documents, rows, records, request)
+    await add_graph_counts(ws, listing.page)
+    return listing_result(listing)
+
+
+Target = tuple[str, dict[str, Any]]  # (id as requested, status row)
 
 
 async def delete_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
-    """`lightrag_delete_documents`."""
-    raise RagError(ErrorCode.INTERNAL_ERROR, "lightrag_delete_documents is not built yet.")
+    """`lightrag_delete_documents`: per-id outcomes; raises only when every id failed alike."""
+    started = time.perf_counter()
+    options = DeleteOptions.from_args(args.get("delete_options"))
+    requested = list(dict.fromkeys(str(doc_id).strip() for doc_id in args["document_ids"]))
+    ws = await ctx.state.engines.get(ctx.workspace)
+    budget = min(DELETE_WAIT_SECONDS, float(ctx.state.settings.wait_seconds))
+    deadline = time.monotonic() + budget
+    total_steps = len(requested) + 1
+    failures: list[Failure] = []
+    outcomes: list[Outcome] = []
+    backup_info: dict[str, Any] | None = None
+
+    async def waiting(_: str) -> None:
+        elapsed = budget - max(0.0, deadline - time.monotonic())
+        fraction = min(0.99, elapsed / budget) if budget else 0.99
+        await ctx.progress(fraction, total_steps, f"waiting for indexing to finish before deleting ({elapsed:.0f} s)")
+
+    # Held throughout, so an upload of the same content or name cannot interleave with the delete.
+    async with ws.ingest_lock:
+        targets: dict[str, Target] = {}
+        for name in requested:
+            hit = await resolve(ws, name)
+            if hit is None:
+                failures.append(
+                    Failure(
+                        name,
+                        ErrorCode.DOCUMENT_NOT_FOUND,
+                        "No document with this id or file name in your knowledge base (already deleted?). "
+                        "lightrag_list_documents shows the ids.",
+                    )
+                )
+            elif hit[0] not in targets:
+                targets[hit[0]] = (name, hit[1])
+        ready, not_ready = await _wait_until_ready(ws, targets, deadline, options.force, waiting)
+        failures += not_ready
+        planned: list[Contribution] = []
+        for doc_id, (name, row) in ready.items():
+            found = await inspect(ws, doc_id, name, row)
+            refusal = None if options.cascade else restrict_failure(found)
+            if refusal is None:
+                planned.append(found)
+            else:
+                failures.append(refusal)
+        if options.backup and planned:
+            backup_info = await write_backup(ctx, ws, planned)
+        await ctx.progress(1, total_steps, "deleting")
+        for step, planned_doc in enumerate(planned, start=2):
+            # Read again: a document deleted earlier in this call may have changed what this one shares.
+            found = await inspect(ws, planned_doc.doc_id, planned_doc.requested_as, planned_doc.row)
+            refusal = None if options.cascade else restrict_failure(found)
+            result = refusal or await delete_inspected(ws, found, deadline, waiting)
+            if isinstance(result, Failure):
+                failures.append(result)
+            else:
+                outcomes.append(result)
+            await ctx.progress(step, total_steps, f"deleted {found.filename}")
+        cascade = await _cascade_totals(ws, outcomes)
+
+    failed = [failure.as_dict() for failure in failures]
+    if not outcomes and failures and len({failure.code for failure in failures}) == 1:
+        details: dict[str, Any] = {"failed_deletions": failed}
+        if backup_info:
+            details["backup_info"] = backup_info
+        raise RagError(
+            failures[0].code,
+            _failures_text(failures, heading="Nothing was deleted"),
+            suggested_action=" ".join(dict.fromkeys(failure.as_dict()["suggested_action"] for failure in failures)),
+            retryable=all(failure.retryable for failure in failures),
+            details=details,
+        )
+    return {
+        "deleted_documents": [outcome.found.doc_id for outcome in outcomes],
+        "failed_deletions": failed,
+        "cascade_deletions": cascade,
+        "documents": [outcome.as_dict() for outcome in outcomes],
+        "backup_info": backup_info,
+        "processing_time": round(time.perf_counter() - started, 3),
+        "message": _delete_message(outcomes, failures, cascade, backup_info, options),
+    }
+
+
+async def _wait_until_ready(
+    ws: Workspace, targets: dict[str, Target], deadline: float, force: bool, waiting: Progress
+) -> tuple[dict[str, Target], list[Failure]]:
+    """Wait (until `deadline`) for no indexing to run and each document to be finished."""
+    pending = dict(targets)
+    ready: dict[str, Target] = {}
+    reasons: dict[str, str] = {}
+    failures: list[Failure] = []
+    while pending:
+        busy = await pipeline_busy(ws)
+        for doc_id, (name, _) in list(pending.items()):
+            row = await ws.rag.doc_status.get_by_id(doc_id)
+            if row is None:  # deleted meanwhile (e.g. by a replacing upload elsewhere)
+                failures.append(Failure(name, ErrorCode.DOCUMENT_NOT_FOUND, "The document no longer exists."))
+                del pending[doc_id]
+                continue
+            reasons[doc_id] = readiness(state_of(row.get("status")), busy, force)
+            if reasons[doc_id] == "ready":
+                ready[doc_id] = (name, dict(row))
+                del pending[doc_id]
+        if not pending or time.monotonic() >= deadline:
+            break
+        await waiting("")
+        await anyio.sleep(POLL_SECONDS)
+    failures += [not_ready_failure(name, reasons[doc_id]) for doc_id, (name, _) in pending.items()]
+    return ready, failures
+
+
+async def _cascade_totals(ws: Workspace, outcomes: list[Outcome]) -> dict[str, int]:
+    """Totals over the call: an entity two deleted documents shared counts once, by its final fate."""
+    graph = ws.rag.chunk_entity_relation_graph
+    entities = list(dict.fromkeys(name for outcome in outcomes for name in outcome.found.entities))
+    relations = list(dict.fromkeys(pair for outcome in outcomes for pair in outcome.found.relations))
+    nodes = await graph.get_nodes_batch(entities) if entities else {}
+    edges = await graph.get_edges_batch([{"src": s, "tgt": t} for s, t in relations]) if relations else {}
+    kept_relations = sum(1 for s, t in relations if edges.get((s, t)) or edges.get((t, s)))
+    return {
+        "chunks_deleted": sum(len(outcome.found.chunk_ids) for outcome in outcomes),
+        "entities_deleted": len(entities) - len(nodes),
+        "entities_rebuilt": len(nodes),
+        "relationships_deleted": len(relations) - kept_relations,
+        "relationships_rebuilt": kept_relations,
+    }
+
+
+def _failures_text(failures: list[Failure], heading: str) -> str:
+    shown = " ".join(f"{f.document_id}: {f.code.value} — {f.message}" for f in failures[:10])
+    more = f" And {len(failures) - 10} more." if len(failures) > 10 else ""
+    return f"{heading} ({len(failures)} failed): {shown}{more}"
+
+
+def _delete_message(
+    outcomes: list[Outcome],
+    failures: list[Failure],
+    cascade: dict[str, int],
+    backup_info: dict[str, Any] | None,
+    options: DeleteOptions,
+) -> str:
+    parts: list[str] = []
+    if outcomes:
+        names = ", ".join(f"'{outcome.found.filename}'" for outcome in outcomes[:10])
+        names += f" and {len(outcomes) - 10} more" if len(outcomes) > 10 else ""
+        parts.append(
+            f"Deleted {len(outcomes)} document(s): {names}. Removed {cascade['chunks_deleted']} chunk(s), "
+            f"{cascade['entities_deleted']} entities and {cascade['relationships_deleted']} relations only they "
+            f"supported; {cascade['entities_rebuilt']} shared entities and {cascade['relationships_rebuilt']} "
+            "relations were kept and rebuilt from the remaining documents."
+        )
+    if not options.cascade:
+        parts.append("cascade_delete was false: no entity or relation was removed from the graph.")
+    if failures:
+        heading = "Some documents were not deleted" if outcomes else "Nothing was deleted"
+        parts.append(_failures_text(failures, heading))
+    if backup_info:
+        parts.append(
+            f"Backup {backup_info['backup_id']} ({backup_info['backup_size']} bytes) is in the knowledge base's "
+            f"data folder at {backup_info['backup_location']}."
+        )
+    return " ".join(parts)

@@ -86,24 +86,58 @@ async def health(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     }
     if args.get("include_detailed"):
         result["components"]["configuration"] = configuration_summary(state.settings)
+        result["components"]["memory"] = {"worker_rss_mb": state.rss_mb()}
+        if not args.get("check_dependencies"):
+            result["components"]["llm"] = _llm_configured(state.settings)
     if args.get("check_dependencies"):
-        started = time.perf_counter()
-        rag = (await state.engines.get(ctx.workspace)).rag
-        opened_ms = round((time.perf_counter() - started) * 1000, 1)
-        result["components"]["workspace"] = {
-            "status": "connected",
-            "workspace": ctx.workspace,
-            "open_ms": opened_ms,
-            "storages": {
-                "kv": type(rag.full_docs).__name__,
-                "vector": type(rag.chunks_vdb).__name__,
-                "graph": type(rag.chunk_entity_relation_graph).__name__,
-                "doc_status": type(rag.doc_status).__name__,
-            },
-            "embedding_dim": rag.embedding_func.embedding_dim,
-        }
-        result["workspaces_open"] = state.workspaces_open()
+        await _check_dependencies(ctx, result)
+    if args.get("include_detailed") or args.get("check_dependencies"):
+        from rag_worker.diagnostics import knowledge_base_counts
+
+        result["statistics"] = await knowledge_base_counts(await state.engines.get(ctx.workspace))
     return result
+
+
+def _llm_configured(settings: Any) -> dict[str, Any]:
+    llm = resolve_bindings(settings).llm
+    if llm is None:
+        return {"configured": False, "status": "not configured: built-in extractor"}
+    return {"configured": True, "binding": llm.binding, "model": llm.model, "status": "not checked"}
+
+
+async def _check_dependencies(ctx: RequestContext, result: dict[str, Any]) -> None:
+    """Open the caller's workspace and time one cheap call to each storage, the embedding
+    model and the LLM endpoint; any failure makes the report degraded."""
+    from rag_worker.diagnostics import probe_embedding, probe_llm, probe_storages
+
+    state = ctx.state
+    started = time.perf_counter()
+    ws = await state.engines.get(ctx.workspace)
+    rag = ws.rag
+    opened_ms = round((time.perf_counter() - started) * 1000, 1)
+    result["components"]["workspace"] = {
+        "status": "connected",
+        "workspace": ctx.workspace,
+        "open_ms": opened_ms,
+        "storages": {
+            "kv": type(rag.full_docs).__name__,
+            "vector": type(rag.chunks_vdb).__name__,
+            "graph": type(rag.chunk_entity_relation_graph).__name__,
+            "doc_status": type(rag.doc_status).__name__,
+        },
+        "embedding_dim": rag.embedding_func.embedding_dim,
+    }
+    result["workspaces_open"] = state.workspaces_open()
+    components = result["components"]
+    components["storages"] = await probe_storages(rag)
+    components["embedding"] = await probe_embedding(rag, ws.components)
+    components["llm"] = await probe_llm(state.settings)
+    failing = [name for name, probe in components["storages"].items() if not probe["ok"]]
+    failing += ["embedding"] if not components["embedding"]["ok"] else []
+    failing += ["llm"] if components["llm"].get("status") == "unreachable" else []
+    if failing:
+        result["status"] = "degraded"
+        result["notes"].append(f"Not working: {', '.join(failing)} (see components).")
 
 
 async def debug(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -139,10 +173,78 @@ def _spin(seconds: float) -> None:
 
 
 async def clear_cache(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
-    """`lightrag_clear_cache`."""
-    raise RagError(ErrorCode.INTERNAL_ERROR, "lightrag_clear_cache is not built yet.")
+    """`lightrag_clear_cache`: sizes before, clear, sizes after (see rag_worker/caches.py)."""
+    from lightrag.kg.shared_storage import get_namespace_data
+
+    from rag_worker.caches import CACHE_TYPES, clear, measure
+    from rag_worker.graph.editing import edit_lock
+
+    started = time.perf_counter()
+    requested = set(args["cache_types"])
+    types = set(CACHE_TYPES) if "all" in requested else requested
+    ws = await ctx.state.engines.get(ctx.workspace)
+    embedding_func = ws.components.get("embedding_func")
+    async with edit_lock(ws.name):  # no entity edit runs while the graph is re-read
+        before = await measure(ws.rag, embedding_func)
+        busy = bool((await get_namespace_data("pipeline_status", workspace=ws.name)).get("busy"))
+        warnings = await clear(ws.rag, embedding_func, types, pipeline_busy=busy)
+        after = await measure(ws.rag, embedding_func)
+    cleared = [name for name in CACHE_TYPES if name in types]
+    kept = before["extraction_kept"]
+    freed = [
+        f"{name} {before[name].get('entries') or 0}→{after[name].get('entries') or 0} entries"
+        for name in cleared
+    ]
+    message = f"Cleared {', '.join(freed)}."
+    if kept.get("entries"):
+        message += (
+            f" Kept the entity-extraction cache ({kept['entries']} entries): deleting a document rebuilds "
+            "the entities it shares with other documents from it."
+        )
+    return {
+        "cleared_caches": cleared,
+        "cache_sizes_before": {name: before[name] for name in cleared},
+        "cache_sizes_after": {name: after[name] for name in cleared},
+        "kept": {"extraction": kept},
+        "warnings": warnings,
+        "processing_time_s": round(time.perf_counter() - started, 4),
+        "message": message + (" " + " ".join(warnings) if warnings else ""),
+    }
+
+
+DEFAULT_STAT_CATEGORIES = ("queries", "documents", "performance", "memory", "storage", "restarts")
 
 
 async def system_stats(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
-    """`lightrag_get_system_stats`."""
-    raise RagError(ErrorCode.INTERNAL_ERROR, "lightrag_get_system_stats is not built yet.")
+    """`lightrag_get_system_stats`, the worker's share: documents, storage, worker memory and
+    the audit log of the caller's workspace (the front adds call statistics and restarts)."""
+    from protocol.reporting import iso, resolve_time_range
+    from rag_worker.diagnostics import directory_usage, document_stats, read_audit
+    from rag_worker.limits import document_usage, quota_limits
+
+    try:
+        start, end = resolve_time_range(args.get("time_range"))
+    except ValueError:
+        raise RagError(
+            ErrorCode.INVALID_PARAMETER,
+            "time_range must be last_hour, last_day, last_week, last_month, all, or {start, end} as ISO 8601 "
+            "times with start before end.",
+        ) from None
+    categories = set(args.get("stat_categories") or DEFAULT_STAT_CATEGORIES)
+    ws = await ctx.state.engines.get(ctx.workspace)
+    directory = ctx.state.engines.workspace_dir(ws.name)
+    result: dict[str, Any] = {"time_range": {"start": iso(start), "end": iso(end)}}
+    if "documents" in categories:
+        result["documents"] = await document_stats(ws, start, end)
+    if "storage" in categories:
+        usage = await ctx.run_cpu(directory_usage, directory)
+        documents = await document_usage(ws)
+        usage["documents"] = documents["documents"]
+        usage["stored_document_bytes"] = documents["stored_bytes"]
+        usage["limits"] = quota_limits(ctx.state.settings)
+        result["storage"] = usage
+    if "memory" in categories:
+        result["memory"] = {"worker_rss_mb": ctx.state.rss_mb()}
+    if "audit" in categories:
+        result["audit"] = await ctx.run_cpu(read_audit, directory, start, end, int(args.get("audit_limit") or 50))
+    return result

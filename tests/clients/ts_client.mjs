@@ -9,6 +9,7 @@
 //     "server": {"command": "/abs/python", "args": ["-m", "mcp_front"],
 //                "env": {...}, "cwd": "/some/dir"},
 //     "timeout_ms": 60000,              // default per-request timeout
+//     "roots": ["file:///abs/dir"],     // offer MCP roots (like VS Code's workspace folders)
 //     "steps": [
 //       {"op": "list_tools"},
 //       {"op": "ping"},
@@ -38,6 +39,7 @@
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 function readSpec() {
   const text = process.argv[2] ?? readFileSync(0, "utf8");
@@ -164,7 +166,13 @@ async function main() {
   });
   // Forward the server's stderr (a pipe we own: a lingering grandchild cannot hold our caller's pipe).
   transport.stderr?.on("data", (chunk) => process.stderr.write(chunk));
-  const client = new Client({ name: "lightrag-mcp-tests", version: "1.0.0" }, { capabilities: {} });
+  const capabilities = spec.roots ? { roots: { listChanged: false } } : {};
+  const client = new Client({ name: "lightrag-mcp-tests", version: "1.0.0" }, { capabilities });
+  if (spec.roots) {
+    client.setRequestHandler(ListRootsRequestSchema, async () => ({
+      roots: spec.roots.map((uri) => ({ uri, name: uri.split("/").pop() })),
+    }));
+  }
 
   const doc = { connected: false, ok: false, steps: [] };
   try {

@@ -95,6 +95,7 @@ def ts_client(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
     expect_ok: bool = True,
+    roots: list[Path] | None = None,
 ) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
     """Run tests/clients/ts_client.mjs with a server on `client_env(home, **env)`."""
     spec: dict[str, Any] = {
@@ -104,6 +105,8 @@ def ts_client(
     }
     if cwd is not None:
         spec["server"]["cwd"] = str(cwd)
+    if roots is not None:
+        spec["roots"] = [root.as_uri() for root in roots]
     proc = subprocess.run(
         [NODE, str(TS_CLIENT)],
         input=json.dumps(spec),
@@ -393,3 +396,46 @@ def test_inspector_uploads_markdown_and_queries_it(home: Path, tmp_path: Path) -
     proc, doc = inspector(home, tmp_path, "tools/call", "--tool-name", "lightrag_query", "--tool-args-json", query)
     assert proc.returncode == 0 and doc is not None, _describe(proc)
     assert "Galway" in _text(doc["result"]) and "notes.md" in _text(doc["result"])
+
+
+def test_vs_code_style_client_indexes_a_folder_lists_deletes_and_the_graph_forgets(home: Path, tmp_path: Path) -> None:
+    """The issue-5 'done when': roots + progress like VS Code, folder → list → delete → graph."""
+    from rag_worker.documents import doc_id_for
+
+    workspace = tmp_path / "notes"
+    workspace.mkdir()
+    (workspace / "gryphon.md").write_text("# Engines\n\nThe GRYPHON-5 engine was designed by Sofia Brandt in Graz.\n")
+    (workspace / "harbor.md").write_text("# Harbor\n\nThe harbor crane in Graz was repaired by Lukas Weber.\n")
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "tides.md").write_text("# Tides\n\nTide tables for Graz do not exist; Graz is inland.\n")
+    gryphon_id = doc_id_for("notes/gryphon.md")
+    exact = {"search_options": {"search_type": "exact"}}
+    doc, _ = ts_client(
+        home,
+        [
+            _wait_healthy(),
+            {"op": "call", "label": "index", "name": "lightrag_insert_file", "progress": True, "arguments": {"file_path": "."}},
+            {"op": "call", "label": "list", "name": "lightrag_list_documents", "arguments": {"sort_by": "title", "sort_order": "asc"}},
+            {"op": "call", "label": "before", "name": "lightrag_search_entities", "arguments": {"query": "GRYPHON-5", **exact}},
+            {"op": "call", "label": "graz", "name": "lightrag_search_entities", "arguments": {"query": "Graz", **exact}},
+            {"op": "call", "label": "delete", "name": "lightrag_delete_documents", "arguments": {"document_ids": [gryphon_id]}},
+            {"op": "call", "label": "after", "name": "lightrag_search_entities", "arguments": {"query": "GRYPHON-5", **exact}},
+            {"op": "call", "label": "graz-after", "name": "lightrag_get_entity_relationships", "arguments": {"entity_id": "Graz"}},
+            {"op": "call", "label": "list-after", "name": "lightrag_list_documents", "arguments": {}},
+        ],
+        roots=[workspace],
+    )
+    index = _step(doc, "index")
+    summary = index["result"]["structuredContent"]["summary"]
+    assert (summary["added"], summary["failed"]) == (3, 0) and index["progress"], index
+    listed = _step(doc, "list")["result"]["structuredContent"]
+    assert [d["filename"] for d in listed["documents"]] == ["notes/gryphon.md", "notes/harbor.md", "notes/sub/tides.md"]
+    assert _step(doc, "before")["result"]["structuredContent"]["total_matches"] == 1
+    assert _step(doc, "graz")["result"]["structuredContent"]["total_matches"] == 1
+    deleted = _step(doc, "delete")["result"]["structuredContent"]
+    assert deleted["deleted_documents"] == [gryphon_id] and not deleted["failed_deletions"]
+    assert _step(doc, "after")["result"]["structuredContent"]["total_matches"] == 0  # only that document said it
+    graz = _step(doc, "graz-after")["result"]
+    assert not graz["isError"] and "GRYPHON-5" not in _text(graz)  # the shared entity stays, without it
+    remaining = _step(doc, "list-after")["result"]["structuredContent"]["documents"]
+    assert sorted(d["filename"] for d in remaining) == ["notes/harbor.md", "notes/sub/tides.md"]

@@ -1,0 +1,229 @@
+"""Call statistics kept by the front, and `lightrag_get_system_stats` put together.
+
+The front records every tool call (tool, workspace, query mode, duration, outcome) in a
+bounded in-memory ring.  The front outlives worker restarts, so the numbers do too; the
+worker adds what lives in the workspace (documents, storage, audit log).  Every figure
+about calls is filtered to the caller's workspace: nobody sees another user's calls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from protocol import RagError
+from protocol import methods as m
+from protocol.reporting import iso, percentiles, resolve_time_range
+
+RING_SIZE = 50_000
+QUERY_TOOLS = frozenset({"lightrag_query", "lightrag_stream_query", "query_lightrag"})
+WORKER_CATEGORIES = {"documents", "storage", "memory", "audit"}
+DEFAULT_CATEGORIES = ("queries", "documents", "performance", "memory", "storage", "restarts")
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    at: float  # epoch seconds, when the call ended
+    workspace: str
+    tool: str  # canonical tool name
+    duration_ms: float
+    outcome: str  # "ok" or the error code
+    mode: str | None = None
+    cache_hit: bool | None = None
+
+
+class CallStats:
+    """The ring of recent calls (oldest dropped first)."""
+
+    def __init__(self, capacity: int = RING_SIZE) -> None:
+        self._records: deque[CallRecord] = deque(maxlen=capacity)
+
+    def record(
+        self,
+        workspace: str,
+        tool: str,
+        duration_s: float,
+        outcome: str,
+        result: dict[str, Any] | None = None,
+        arguments: dict[str, Any] | None = None,
+    ) -> None:
+        mode = cache_hit = None
+        if tool in QUERY_TOOLS:
+            mode = str((result or {}).get("mode") or (arguments or {}).get("mode") or "mix")
+            metadata = (result or {}).get("metadata")
+            if isinstance(metadata, dict) and isinstance(metadata.get("cache_hit"), bool):
+                cache_hit = metadata["cache_hit"]
+        self._records.append(
+            CallRecord(time.time(), workspace, tool, round(duration_s * 1000, 3), outcome, mode, cache_hit)
+        )
+
+    def timing(self, workspace: str, tool: str, arguments: dict[str, Any]) -> _Timing:
+        """Time the call in a `with` block and record it, whatever its outcome."""
+        return _Timing(self, workspace, tool, arguments)
+
+    def window(self, workspace: str, start: float | None, end: float) -> list[CallRecord]:
+        return [
+            r for r in self._records if r.workspace == workspace and (start is None or r.at >= start) and r.at <= end
+        ]
+
+    @property
+    def capacity(self) -> int:
+        return self._records.maxlen or 0
+
+
+class _Timing:
+    def __init__(self, stats: CallStats, workspace: str, tool: str, arguments: dict[str, Any]) -> None:
+        self._stats, self._workspace, self._tool, self._arguments = stats, workspace, tool, arguments
+        self.result: dict[str, Any] | None = None
+        self._started = 0.0
+
+    def __enter__(self) -> _Timing:
+        self._started = time.perf_counter()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: Any) -> None:
+        if error is None:
+            outcome = "ok"
+        elif isinstance(error, RagError):
+            outcome = error.code.value
+        elif isinstance(error, Exception):
+            outcome = "INTERNAL_ERROR"
+        else:
+            outcome = "REQUEST_CANCELLED"
+        seconds = time.perf_counter() - self._started
+        self._stats.record(self._workspace, self._tool, seconds, outcome, self.result, self._arguments)
+
+
+def query_stats(records: list[CallRecord]) -> dict[str, Any]:
+    queries = [r for r in records if r.tool in QUERY_TOOLS]
+    ok = [r for r in queries if r.outcome == "ok"]
+    known = [r.cache_hit for r in ok if r.cache_hit is not None]
+    return {
+        "total": len(queries),
+        "succeeded": len(ok),
+        "by_mode": dict(Counter(r.mode or "mix" for r in queries)),
+        "no_results": sum(1 for r in queries if r.outcome == "NO_RESULTS_FOUND"),
+        "errors_by_code": dict(Counter(r.outcome for r in queries if r.outcome not in {"ok", "NO_RESULTS_FOUND"})),
+        "latency_ms": percentiles([r.duration_ms for r in ok]),
+        "latency_ms_by_mode": {
+            mode: percentiles([r.duration_ms for r in ok if r.mode == mode])
+            for mode in sorted({r.mode or "mix" for r in ok})
+        },
+        "cache_hit_rate": round(sum(known) / len(known), 3) if known else None,
+    }
+
+
+def performance_stats(records: list[CallRecord], seconds: float) -> dict[str, Any]:
+    by_tool: dict[str, Any] = {}
+    for tool in sorted({r.tool for r in records}):
+        calls = [r for r in records if r.tool == tool]
+        by_tool[tool] = {
+            "calls": len(calls),
+            "errors": sum(1 for r in calls if r.outcome != "ok"),
+            "latency_ms": percentiles([r.duration_ms for r in calls]),
+        }
+    return {
+        "calls": len(records),
+        "errors_by_code": dict(Counter(r.outcome for r in records if r.outcome != "ok")),
+        "calls_per_minute": round(len(records) / (seconds / 60), 3) if seconds > 0 else None,
+        "by_tool": by_tool,
+    }
+
+
+CallWorker = Callable[[str, dict[str, Any], float], Awaitable[Any]]
+
+
+async def system_stats(
+    *,
+    stats: CallStats,
+    supervisor: Any,
+    workspace: str,
+    arguments: dict[str, Any],
+    call_worker: CallWorker,
+    front_rss_mb: float,
+    front_started: float,
+) -> dict[str, Any]:
+    """The front's numbers for the caller's workspace, merged with the worker's share."""
+    try:
+        start, end = resolve_time_range(arguments.get("time_range"))
+    except ValueError:
+        from protocol import ErrorCode
+
+        raise RagError(
+            ErrorCode.INVALID_PARAMETER,
+            "time_range must be last_hour, last_day, last_week, last_month, all, or {start, end} as ISO 8601 "
+            "times with start before end.",
+        ) from None
+    categories = set(arguments.get("stat_categories") or DEFAULT_CATEGORIES)
+    records = stats.window(workspace, start, end)
+    span = end - max(start if start is not None else front_started, front_started)
+    result: dict[str, Any] = {"time_range": {"start": iso(start), "end": iso(end)}, "notes": []}
+    if "queries" in categories:
+        result["queries"] = query_stats(records)
+    if "performance" in categories:
+        result["performance"] = performance_stats(records, span)
+    snapshot = supervisor.snapshot()
+    if "restarts" in categories:
+        result["restarts"] = {
+            "worker_restarts": snapshot["restarts"],
+            "worker_recycles": snapshot["recycles"],
+            "restarts_in_last_window": snapshot["restarts_recent"],
+            "worker_state": snapshot["state"],
+            "worker_uptime_s": snapshot["uptime_s"],
+            "last_failure": snapshot["last_failure"],
+            "note": "counted since this server process started",
+        }
+    if "memory" in categories:
+        result["memory"] = {"front_rss_mb": front_rss_mb, "worker_rss_mb": snapshot["rss_mb"]}
+    wanted = categories & WORKER_CATEGORIES
+    if wanted:
+        # The same start for both processes; the end only when the caller chose one, so the
+        # worker's own "now" (a moment later) still includes this instant's events.
+        explicit: dict[str, Any] = {} if start is None else {"start": iso(start)}
+        chosen = arguments.get("time_range")
+        if isinstance(chosen, dict) and chosen.get("end"):
+            explicit["end"] = chosen["end"]
+        worker_args = {**arguments, "time_range": explicit, "stat_categories": sorted(wanted)}
+        try:
+            worker = await call_worker(m.SYSTEM_STATS.name, worker_args, 30.0)
+            for key in wanted:
+                if key == "memory":
+                    result["memory"].update(worker.get("memory") or {})
+                elif key in worker:
+                    result[key] = worker[key]
+        except RagError as exc:
+            result["notes"].append(
+                f"The worker's statistics (documents, storage, audit) are unavailable: {exc.code.value}: {exc.message}"
+            )
+    if start is None or start < front_started:
+        result["notes"].append(
+            f"Call statistics cover this server process only (since {iso(front_started)}); "
+            f"the most recent {stats.capacity} calls are kept."
+        )
+    result["message"] = _message(result)
+    return result
+
+
+def _message(result: dict[str, Any]) -> str:
+    period = result["time_range"]
+    parts = [f"Statistics from {period['start'] or 'the start'} to {period['end']}"]
+    queries = result.get("queries")
+    if queries is not None:
+        p50 = queries["latency_ms"]["p50"]
+        parts.append(f"{queries['total']} queries" + (f" (p50 {p50:.0f} ms)" if p50 is not None else ""))
+    documents = result.get("documents")
+    if documents is not None:
+        parts.append(f"{documents['processed']} documents processed, {documents['failed']} failed")
+    storage = result.get("storage")
+    if storage is not None:
+        parts.append(f"{storage['total_bytes'] / 2**20:.1f} MB stored")
+    restarts = result.get("restarts")
+    if restarts is not None:
+        parts.append(f"{restarts['worker_restarts']} worker restarts")
+    audit = result.get("audit")
+    if audit is not None:
+        parts.append(f"{audit['returned']} of {audit['matched']} audit entries")
+    return "; ".join(parts) + "."

@@ -1,0 +1,192 @@
+"""One consistent read of a workspace's knowledge graph, indexed for the graph tools.
+
+LightRAG's graph storages all answer `get_all_nodes()` / `get_all_edges()`; reading both once
+per call gives every tool the same picture (degrees, edge orientation, types) whatever the
+backend.  Building the indexes is CPU work and runs in a worker thread.
+
+Edge orientation: LightRAG's relations are undirected (the default storage is a NetworkX
+`Graph`); an edge's `source` → `target` is the order the storage reports it in, which is
+what "outgoing"/"incoming" refer to in these tools.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocol import ErrorCode, RagError
+
+log = logging.getLogger("rag_worker.graph")
+
+SEP = "<SEP>"
+UNKNOWN_TYPE = "unknown"
+DEFAULT_EDGE_TYPE = "related"
+
+
+def split_multi(value: Any) -> list[str]:
+    """The parts of a LightRAG multi-value field (joined with <SEP>), stripped and de-duplicated."""
+    if value is None:
+        return []
+    parts: list[str] = []
+    for part in str(value).split(SEP):
+        part = part.strip()
+        if part and part not in parts:
+            parts.append(part)
+    return parts
+
+
+def split_keywords(value: Any) -> list[str]:
+    """An edge's keywords: LightRAG joins them with commas (and <SEP> after merges)."""
+    keywords: list[str] = []
+    seen: set[str] = set()
+    for chunk in split_multi(value):
+        for word in chunk.split(","):
+            word = word.strip()
+            if word and word.casefold() not in seen:
+                seen.add(word.casefold())
+                keywords.append(word)
+    return keywords
+
+
+def folded(values: Any) -> frozenset[str]:
+    """Names to compare without regard to case (types, keywords) from an argument list."""
+    return frozenset(str(value).strip().casefold() for value in values or [])
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters (with an ellipsis when cut)."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
+
+
+def readable(value: Any) -> str:
+    """A multi-value text field for people: its parts joined by a space."""
+    return " ".join(split_multi(value))
+
+
+def number_or_none(value: Any) -> float | None:
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        return None
+    return result if math.isfinite(result) else None
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One relation as the storage reports it."""
+
+    source: str
+    target: str
+    attrs: dict[str, Any]
+    keywords: tuple[str, ...]
+    weight: float | None
+
+    @property
+    def type(self) -> str:
+        """The relation's primary keyword (LightRAG lists the most important one first)."""
+        return self.keywords[0] if self.keywords else DEFAULT_EDGE_TYPE
+
+    @property
+    def id(self) -> str:
+        return f"{self.source}|{self.target}"
+
+    def other(self, name: str) -> str:
+        return self.target if self.source == name else self.source
+
+    def has_keyword(self, wanted: frozenset[str]) -> bool:
+        return any(keyword.casefold() in wanted for keyword in self.keywords)
+
+
+@dataclass
+class GraphSnapshot:
+    """Nodes by name, edges in storage order, and each node's incident edges."""
+
+    nodes: dict[str, dict[str, Any]]
+    edges: list[Edge]
+    adjacency: dict[str, list[int]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, raw_nodes: Iterable[dict[str, Any]], raw_edges: Iterable[dict[str, Any]]) -> GraphSnapshot:
+        nodes: dict[str, dict[str, Any]] = {}
+        for raw in raw_nodes:
+            attrs = dict(raw)
+            name = attrs.pop("id", None) or attrs.get("entity_id")
+            if name is None:
+                continue
+            nodes[str(name)] = attrs
+        edges: list[Edge] = []
+        adjacency: dict[str, list[int]] = {name: [] for name in nodes}
+        seen: set[tuple[str, str]] = set()
+        for raw in raw_edges:
+            attrs = dict(raw)
+            source, target = str(attrs.pop("source", "")), str(attrs.pop("target", ""))
+            if not source or not target:
+                continue
+            pair = (source, target) if source <= target else (target, source)
+            if pair in seen:  # an undirected relation reported twice by a directed backend
+                continue
+            seen.add(pair)
+            for end in (source, target):
+                if end not in nodes:
+                    nodes[end] = {"entity_id": end}
+                    adjacency[end] = []
+            index = len(edges)
+            edges.append(
+                Edge(
+                    source,
+                    target,
+                    attrs,
+                    tuple(split_keywords(attrs.get("keywords"))),
+                    number_or_none(attrs.get("weight")),
+                )
+            )
+            adjacency[source].append(index)
+            if target != source:
+                adjacency[target].append(index)
+        return cls(nodes, edges, adjacency)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def degree(self, name: str) -> int:
+        return len(self.adjacency.get(name, ()))
+
+    def node_type(self, name: str) -> str:
+        return entity_type(self.nodes.get(name, {}))
+
+    def incident(self, name: str) -> list[Edge]:
+        return [self.edges[index] for index in self.adjacency.get(name, ())]
+
+    def resolve(self, name: str) -> str | None:
+        """The stored name for `name`: exact, else the one case-insensitive match."""
+        if name in self.nodes:
+            return name
+        folded = name.strip().casefold()
+        matches = [stored for stored in self.nodes if stored.casefold() == folded]
+        return matches[0] if len(matches) == 1 else None
+
+    def types(self) -> set[str]:
+        return {entity_type(attrs).casefold() for attrs in self.nodes.values()}
+
+
+def entity_type(attrs: dict[str, Any]) -> str:
+    parts = split_multi(attrs.get("entity_type"))
+    return parts[0] if parts else UNKNOWN_TYPE
+
+
+async def read_snapshot(ctx: Any, rag: Any) -> GraphSnapshot:
+    """Read the whole graph of `rag` (the caller's workspace) and index it off the event loop."""
+    storage = rag.chunk_entity_relation_graph
+    try:
+        raw_nodes = await storage.get_all_nodes()
+        raw_edges = await storage.get_all_edges()
+    except RagError:
+        raise
+    except Exception:
+        log.exception("reading the knowledge graph failed")
+        raise RagError(ErrorCode.GRAPH_ACCESS_ERROR) from None
+    snapshot: GraphSnapshot = await ctx.run_cpu(GraphSnapshot.build, raw_nodes, raw_edges)
+    return snapshot

@@ -1,0 +1,330 @@
+"""Listing and deleting documents through the real server (SPEC §4 Documents).
+
+Bad inputs and what they get: a date that is not ISO 8601 or a start after the end →
+INVALID_PARAMETER naming the field; limit over 200 → INVALID_PARAMETER (schema); an unknown
+document id → DOCUMENT_NOT_FOUND (in failed_deletions, or as the error when it is the only
+id); a delete while indexing runs → DELETION_FORBIDDEN, retryable, nothing deleted;
+cascade_delete=false on the only source of an entity → DELETION_FORBIDDEN.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+
+from tests.fixtures.documents import make_pdf
+from tests.integration.harness import Client, error_of, running_server
+from tests.integration.test_core_flow import upload
+
+pytestmark = pytest.mark.anyio
+
+REACTOR = (
+    "The QUASAR-5521 reactor was commissioned by Helena Vargas in Lisbon. "
+    "Helena Vargas chose a molten salt design for the QUASAR-5521 reactor."
+)
+ZEBRA = (
+    "The ZEBRA-7741 project was led by Helena Vargas at Acme Corporation in Berlin. "
+    "Acme Corporation funded the ZEBRA-7741 project."
+)
+VISIT = "Acme Corporation funded the ZEBRA-7741 project."  # a sentence of ZEBRA: nothing of its own
+
+
+def data_of(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+async def listing(client: Client, **arguments: Any) -> dict[str, Any]:
+    return data_of(await client.call("lightrag_list_documents", arguments))
+
+
+async def insert(client: Client, title: str, text: str, **extra: Any) -> dict[str, Any]:
+    result = data_of(await client.call("lightrag_insert_text", {"text": text, "title": title, **extra}))
+    assert result["status"] == "processed", result
+    return result
+
+
+async def entities_for(client: Client, query: str) -> dict[str, str]:
+    """Entity name → description, as a local-mode context query retrieves them from the graph."""
+    result = data_of(await client.call("lightrag_query", {"query": query, "mode": "local", "only_context": True}))
+    return {entity["name"]: entity["description"] for entity in result["entities"]}
+
+
+async def test_listing_filters_sorts_pages_and_counts(home: Path) -> None:
+    async with running_server(home) as client:
+        empty = await listing(client)
+        assert empty["documents"] == [] and empty["statistics"]["total_documents"] == 0
+        assert "no documents" in empty["message"]
+
+        alpha = await upload(
+            client,
+            "alpha-notes.md",
+            "# Alpha notes\n\nHelena Vargas reviewed the Lisbon budget with Acme Corporation.\n",
+            "text/markdown",
+            metadata={"tags": ["finance", "Quarterly"], "author": "Ann Lee"},
+        )
+        beta = await insert(
+            client,
+            "Beta report",
+            "The ZEBRA-7741 project in Berlin was audited by Nimbus Council inspectors.",
+            metadata={"source": "intranet"},
+        )
+        gamma = await upload(
+            client,
+            "gamma.pdf",
+            make_pdf([REACTOR, "Appendix with the molten salt loop layout."]),
+            "application/pdf",
+            metadata={"author": "Zed"},
+        )
+        ids = {"alpha": alpha["document_id"], "beta": beta["document_id"], "gamma": gamma["document_id"]}
+
+        everything = await listing(client)
+        docs = everything["documents"]
+        assert [d["id"] for d in docs] == [ids["gamma"], ids["beta"], ids["alpha"]]  # newest first
+        by_id = {d["id"]: d for d in docs}
+        assert by_id[ids["alpha"]]["metadata"] == {"tags": ["finance", "Quarterly"], "author": "Ann Lee"}
+        assert (by_id[ids["gamma"]]["file_type"], by_id[ids["gamma"]]["mime_type"]) == ("pdf", "application/pdf")
+        assert (by_id[ids["alpha"]]["file_type"], by_id[ids["beta"]]["file_type"]) == ("md", "txt")
+        for doc in docs:
+            assert doc["status"] == "processed" and doc["processed_at"] and doc["created_at"]
+            assert doc["chunk_count"] >= 1 and doc["entity_count"] > 0 and doc["relationship_count"] >= 0
+            assert doc["file_size"] > 0 and doc["track_id"] and doc["content_hash"] and doc["error_message"] is None
+        assert by_id[ids["gamma"]]["entity_count"] == gamma["entities"]
+        assert by_id[ids["gamma"]]["pages"] == 2
+        stats = everything["statistics"]
+        assert stats["total_documents"] == 3 and stats["by_status"] == {"processed": 3}
+        assert stats["by_file_type"] == {"md": 1, "pdf": 1, "txt": 1}
+        assert stats["processing_success_rate"] == 1.0
+        assert everything["pagination"] == {
+            "total_documents": 3,
+            "offset": 0,
+            "limit": 50,
+            "current_page": 1,
+            "total_pages": 1,
+            "has_next": False,
+            "has_previous": False,
+        }
+
+        names = [d["filename"] for d in (await listing(client, sort_by="filename", sort_order="asc"))["documents"]]
+        assert names == ["alpha-notes.md", "Beta report.txt", "gamma.pdf"]  # case-insensitive
+        sizes = [d["file_size"] for d in (await listing(client, sort_by="size"))["documents"]]
+        assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == 3
+        oldest = await listing(client, sort_by="created_date", sort_order="asc")
+        assert [d["id"] for d in oldest["documents"]] == [ids["alpha"], ids["beta"], ids["gamma"]]
+
+        first = await listing(client, limit=2, sort_order="asc")
+        second = await listing(client, limit=2, offset=2, sort_order="asc")
+        assert [d["id"] for d in first["documents"] + second["documents"]] == [ids["alpha"], ids["beta"], ids["gamma"]]
+        assert (first["pagination"]["current_page"], first["pagination"]["total_pages"]) == (1, 2)
+        assert first["pagination"]["has_next"] and not first["pagination"]["has_previous"]
+        assert second["pagination"]["current_page"] == 2 and second["pagination"]["has_previous"]
+        assert not second["pagination"]["has_next"] and "offset 2" in first["message"]
+
+        for needle, expected in [("quarterly", "alpha"), ("INTRANET", "beta"), ("zed", "gamma"), ("Gamma", "gamma")]:
+            found = await listing(client, search_query=needle)
+            assert [d["id"] for d in found["documents"]] == [ids[expected]], needle
+            assert found["pagination"]["total_documents"] == 1 and found["statistics"]["total_documents"] == 3
+
+        assert (await listing(client, status_filter="processed"))["pagination"]["total_documents"] == 3
+        failed = await listing(client, status_filter="failed")
+        assert failed["documents"] == [] and "No document matches" in failed["message"]
+
+        today = datetime.now(UTC).date()
+        around = {"start_date": str(today - timedelta(days=1)), "end_date": str(today)}
+        assert (await listing(client, date_range=around))["pagination"]["total_documents"] == 3
+        since_now = {"start_date": datetime.now(UTC).isoformat()}
+        assert (await listing(client, date_range=since_now))["pagination"]["total_documents"] == 0
+        past = {"start_date": "2000-01-01", "end_date": "2000-12-31T23:59:59Z"}
+        assert (await listing(client, date_range=past))["documents"] == []
+
+        bad_date = error_of(await client.call("lightrag_list_documents", {"date_range": {"start_date": "yesterday"}}))
+        assert bad_date["error_code"] == "INVALID_PARAMETER" and "date_range.start_date" in bad_date["error_message"]
+        reversed_range = {"start_date": "2025-02-01", "end_date": "2025-01-01"}
+        bad_range = error_of(await client.call("lightrag_list_documents", {"date_range": reversed_range}))
+        assert bad_range["error_code"] == "INVALID_PARAMETER"
+        too_many = error_of(await client.call("lightrag_list_documents", {"limit": 500}))
+        assert too_many["error_code"] == "INVALID_PARAMETER" and "limit" in too_many["error_message"]
+
+
+async def test_cascade_delete_removes_only_what_the_document_alone_supported(home: Path) -> None:
+    data_dir = home / "data"
+    async with running_server(home, WORKING_DIR=str(data_dir)) as client:
+        reactor = await insert(client, "reactor.txt", REACTOR)
+        zebra = await insert(client, "zebra.txt", ZEBRA)
+        before = await entities_for(client, "QUASAR-5521 reactor, Helena Vargas, Lisbon")
+        assert "QUASAR-5521" in before and "molten salt" in before["Helena Vargas"]
+
+        result = data_of(
+            await client.call(
+                "lightrag_delete_documents",
+                {
+                    "document_ids": [reactor["document_id"], "doc-0000-unknown"],
+                    "delete_options": {"create_backup": True},
+                },
+            )
+        )
+        assert result["deleted_documents"] == [reactor["document_id"]]
+        assert [(f["document_id"], f["error_code"]) for f in result["failed_deletions"]] == [
+            ("doc-0000-unknown", "DOCUMENT_NOT_FOUND")
+        ]
+        cascade = result["cascade_deletions"]
+        assert cascade["chunks_deleted"] == reactor["chunks"]
+        assert cascade["entities_deleted"] >= 2 and cascade["entities_rebuilt"] >= 1  # QUASAR-5521, Lisbon / Vargas
+        assert "QUASAR-5521" in result["documents"][0]["deleted_entity_names"]
+        assert "Helena Vargas" in result["documents"][0]["rebuilt_entity_names"]
+        assert "some documents were not deleted" in result["message"].lower()
+
+        after = await entities_for(client, "QUASAR-5521 reactor, Helena Vargas, Lisbon")
+        assert "QUASAR-5521" not in after and "Lisbon" not in after
+        assert "Helena Vargas" in after and "molten salt" not in after["Helena Vargas"]
+        assert "ZEBRA-7741" in after["Helena Vargas"]
+        remaining = await listing(client)
+        assert [d["id"] for d in remaining["documents"]] == [zebra["document_id"]]
+
+        backup = result["backup_info"]
+        assert backup["backup_location"] == f"backups/{backup['backup_id']}.json"
+        saved = data_dir / "default" / backup["backup_location"]
+        assert saved.stat().st_size == backup["backup_size"]
+        content = json.loads(saved.read_text())
+        [document] = content["documents"]
+        assert document["document_id"] == reactor["document_id"] and document["content"] == REACTOR
+        assert document["catalog_record"]["filename"] == "reactor.txt" and document["chunks"]
+        quasar = next(e for e in document["entities"] if e["name"] == "QUASAR-5521")
+        vargas = next(e for e in document["entities"] if e["name"] == "Helena Vargas")
+        assert quasar["only_this_document"] and not vargas["only_this_document"]
+        assert str(data_dir) not in result["message"]
+
+        again = await insert(client, "reactor.txt", REACTOR)
+        assert again["action"] == "indexed" and again["document_id"] == reactor["document_id"]
+        assert "QUASAR-5521" in await entities_for(client, "QUASAR-5521 reactor, Helena Vargas, Lisbon")
+
+        unknown = error_of(await client.call("lightrag_delete_documents", {"document_ids": ["doc-0000-unknown"]}))
+        assert unknown["error_code"] == "DOCUMENT_NOT_FOUND" and not unknown["retryable"]
+        assert unknown["error_details"]["failed_deletions"][0]["document_id"] == "doc-0000-unknown"
+
+
+async def test_without_cascade_a_document_that_alone_supports_an_entity_is_kept(home: Path) -> None:
+    async with running_server(home) as client:
+        reactor = await insert(client, "reactor.txt", REACTOR)
+        await insert(client, "zebra.txt", ZEBRA)
+        visit = await insert(client, "visit.txt", VISIT)
+        keep = {"cascade_delete": False}
+
+        refused = error_of(
+            await client.call(
+                "lightrag_delete_documents", {"document_ids": [reactor["document_id"]], "delete_options": keep}
+            )
+        )
+        assert refused["error_code"] == "DELETION_FORBIDDEN" and "QUASAR-5521" in refused["error_message"]
+        assert len((await listing(client))["documents"]) == 3
+
+        by_name = data_of(
+            await client.call("lightrag_delete_documents", {"document_ids": ["visit.txt"], "delete_options": keep})
+        )
+        assert by_name["deleted_documents"] == [visit["document_id"]]
+        assert by_name["cascade_deletions"]["entities_deleted"] == 0
+        assert by_name["cascade_deletions"]["relationships_deleted"] == 0
+        assert {"Acme Corporation", "ZEBRA-7741"} <= set(await entities_for(client, "Acme Corporation ZEBRA-7741"))
+
+
+def long_text(paragraphs: int) -> str:
+    """Text with many distinct names, so indexing it keeps the pipeline busy for a while."""
+    return "\n\n".join(
+        f"Director Marta Quill{index} of Ostrava Works{index} met Professor Ivo Brandt{index} in Kestrel Harbor{index}. "
+        f"The Orion-{index:04d} turbine built by Ostrava Works{index} was tested in Kestrel Harbor{index}."
+        for index in range(paragraphs)
+    )
+
+
+async def test_deleting_while_indexing_runs_is_refused_clearly_and_works_afterwards(home: Path) -> None:
+    async with running_server(home, LIGHTRAG_MCP_WAIT_SECONDS="0.5") as client:
+        queued = data_of(await client.call("lightrag_insert_text", {"text": long_text(150), "title": "long.txt"}))
+        assert queued["status"] != "processed", "indexing finished too fast to test a delete while it runs"
+        busy = error_of(await client.call("lightrag_delete_documents", {"document_ids": [queued["document_id"]]}))
+        assert busy["error_code"] == "DELETION_FORBIDDEN" and busy["retryable"]
+        assert "lightrag_get_status" in busy["error_message"]
+        listed = await listing(client)
+        assert [d["id"] for d in listed["documents"]] == [queued["document_id"]]  # nothing was deleted
+
+        with anyio.fail_after(300):
+            while (await listing(client))["documents"][0]["status"] != "processed":
+                await anyio.sleep(0.5)
+        done = data_of(await client.call("lightrag_delete_documents", {"document_ids": [queued["document_id"]]}))
+        assert (
+            done["deleted_documents"] == [queued["document_id"]] and done["cascade_deletions"]["entities_deleted"] > 0
+        )
+        assert (await listing(client))["statistics"]["total_documents"] == 0
+
+
+def spawner(group: anyio.abc.TaskGroup) -> Callable[[Callable[[], Awaitable[None]]], None]:
+    """What the worker server hands to warm_up: start background work (indexing) in `group`."""
+
+    def spawn(job: Callable[[], Awaitable[None]]) -> None:
+        async def run() -> None:
+            await job()
+
+        group.start_soon(run)
+
+    return spawn
+
+
+@contextlib.asynccontextmanager
+async def in_process_worker(data_dir: Path, workspace: str, wait_seconds: str) -> AsyncIterator[Any]:
+    """The worker's own state and handlers in this process (real LightRAG), for situations the
+    server cannot be steered into from outside, such as a document nothing is indexing."""
+    from protocol.settings import load_settings
+    from rag_worker.context import RequestContext, WorkerState
+
+    async def ignore(*_: Any) -> None:
+        return None
+
+    settings = load_settings({"WORKING_DIR": str(data_dir), "LIGHTRAG_MCP_WAIT_SECONDS": wait_seconds})
+    state = WorkerState(settings, anyio.CapacityLimiter(2), ignore, ignore)
+    async with anyio.create_task_group() as background:
+        await state.warm_up(spawner(background))
+        try:
+            yield RequestContext(state, 1, workspace=workspace)
+        finally:
+            await state.close()
+
+
+async def test_force_delete_removes_a_document_stuck_in_pending_while_nothing_indexes(tmp_path: Path) -> None:
+    """A queued document that no indexing run works on (what a crash can leave) is refused
+    without force_delete and removed with it."""
+    from protocol import ErrorCode, RagError
+    from rag_worker.handlers.documents import delete_documents
+
+    async with in_process_worker(tmp_path, "force_delete_test", wait_seconds="0.5") as ctx:
+        ws = await ctx.state.engines.get(ctx.workspace)
+        await ws.rag.apipeline_enqueue_documents(REACTOR, ids=["doc-stuck"], file_paths=["stuck.txt"])  # not processed
+        with pytest.raises(RagError) as refused:
+            await delete_documents(ctx, {"document_ids": ["doc-stuck"]})
+        assert refused.value.code == ErrorCode.DELETION_FORBIDDEN and "force_delete" in refused.value.suggested_action
+        assert await ws.rag.doc_status.get_by_id("doc-stuck") is not None
+
+        result = await delete_documents(ctx, {"document_ids": ["doc-stuck"], "delete_options": {"force_delete": True}})
+        assert result["deleted_documents"] == ["doc-stuck"] and result["failed_deletions"] == []
+        assert await ws.rag.doc_status.get_by_id("doc-stuck") is None
+        assert await ws.rag.full_docs.get_by_id("doc-stuck") is None
+
+
+async def test_a_delete_that_arrives_while_indexing_runs_waits_for_it_then_deletes(tmp_path: Path) -> None:
+    from rag_worker.handlers.documents import delete_documents
+
+    async with in_process_worker(tmp_path, "delete_waits_test", wait_seconds="30") as ctx:
+        ws = await ctx.state.engines.get(ctx.workspace)
+        await ws.rag.apipeline_enqueue_documents(long_text(40), ids=["doc-busy"], file_paths=["busy.txt"])
+        ctx.state.engines.start_processing(ws)
+        result = await delete_documents(ctx, {"document_ids": ["doc-busy"]})
+        assert result["deleted_documents"] == ["doc-busy"]
+        assert result["cascade_deletions"]["chunks_deleted"] > 0  # it was indexed before it was deleted
+        assert result["cascade_deletions"]["entities_deleted"] > 0
+        assert await ws.rag.doc_status.get_by_id("doc-busy") is None
