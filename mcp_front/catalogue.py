@@ -43,6 +43,7 @@ class Tool:
     output_schema: Schema | None = None
     debug_only: bool = False
     uses_paths: bool = False  # reads the server's disk: the client's MCP roots are sent along
+    in_default: bool = True  # False: callable and in named profiles; the default profile lists its twin
     field_errors: tuple[tuple[str, ErrorCode], ...] = ()  # argument → code when it fails validation
     render: Renderer = render_json
 
@@ -148,6 +149,7 @@ TOOLS: tuple[Tool, ...] = (
         idempotent=True,
         aliases=("lightrag_search_code",),
         render=render_query,
+        in_default=False,  # the simple form of lightrag_query: the librechat profile lists it
     ),
     Tool(
         name="lightrag_insert_file",
@@ -326,7 +328,7 @@ TOOLS: tuple[Tool, ...] = (
 )
 
 PROFILES: dict[str, str] = {
-    "default": "every canonical tool, no aliases",
+    "default": "one tool per job: every canonical tool except the simple query_lightrag, no aliases",
     "all": "every canonical tool and every alias",
     "librechat": "the seed-000 trio for small agents, plus status, list and delete",
 }
@@ -360,7 +362,7 @@ class Catalogue:
 
     def _advertised_names(self, profile: str) -> list[str]:
         if profile == "default":
-            return [tool.name for tool in self._tools]
+            return [tool.name for tool in self._tools if tool.in_default]
         if profile == "all":
             return [name for tool in self._tools for name in (tool.name, *tool.aliases)]
         names = list(PROFILE_TOOLS.get(profile, ())) or [part.strip() for part in profile.split(",") if part.strip()]

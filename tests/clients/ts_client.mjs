@@ -200,10 +200,13 @@ async function main() {
   return doc.ok ? 0 : 3;
 }
 
+// Exit only once stdout is flushed: a pipe takes ~64 KB at a time and process.exit() would cut the document.
+const exitAfterFlush = (code) => process.stdout.write("", () => process.exit(code));
+
 main().then(
-  (code) => process.exit(code),
+  (code) => exitAfterFlush(code),
   (err) => {
     process.stdout.write(JSON.stringify({ connected: false, ok: false, error: describeError(err) }) + "\n");
-    process.exit(1);
+    exitAfterFlush(1);
   },
 );

@@ -439,3 +439,65 @@ def test_vs_code_style_client_indexes_a_folder_lists_deletes_and_the_graph_forge
     assert not graz["isError"] and "GRYPHON-5" not in _text(graz)  # the shared entity stays, without it
     remaining = _step(doc, "list-after")["result"]["structuredContent"]["documents"]
     assert sorted(d["filename"] for d in remaining) == ["notes/harbor.md", "notes/sub/tides.md"]
+
+
+def test_ts_sdk_lists_the_default_profile_and_every_tool_answers(home: Path, tmp_path: Path) -> None:
+    """Every advertised tool, called by the official TypeScript SDK (which checks each result
+    against the tool's outputSchema), does its job; the librechat profile lists its six."""
+    import base64
+
+    from mcp_front.catalogue import TOOLS, Catalogue
+    from rag_worker.documents import doc_id_for
+
+    (tmp_path / "shelf").mkdir()
+    (tmp_path / "shelf" / "otter.md").write_text("# Otters\n\nThe OTTER-12 buoy was deployed by Mia Lund.\n")
+    note = "The WALRUS-3 sled was built by Erik Dahl."
+    calls: dict[str, dict[str, Any]] = {
+        "upload_to_lightrag": {
+            "filename": "zebra.md",
+            "content": base64.b64encode(b"# Zebra\n\nThe ZEBRA-7741 project was led by Alice Johnson.\n").decode(),
+            "mimeType": "text/markdown",
+        },
+        "lightrag_insert_text": {"text": note, "title": "walrus"},
+        "lightrag_get_status": {},
+        "lightrag_query": {"query": "Who led the ZEBRA-7741 project?", "mode": "naive"},
+        "lightrag_stream_query": {"query": "Who built the WALRUS-3 sled?", "mode": "naive"},
+        "lightrag_insert_file": {"file_path": "shelf/otter.md"},
+        "lightrag_batch_process": {"items": [{"item_type": "text", "content": "The EMU-9 drone flies.", "title": "emu"}]},
+        "lightrag_list_documents": {},
+        "lightrag_delete_documents": {"document_ids": [doc_id_for("walrus.txt")]},
+        "lightrag_get_graph": {"output_format": "mermaid", "max_nodes": 20},
+        "lightrag_search_entities": {"query": "Alice Jonson"},
+        "lightrag_update_entity": {
+            "entity_id": "Quokka Station",
+            "updates": {"description": "A research station on Rottnest.", "entity_type": "location"},
+            "update_options": {"create_if_missing": True},
+        },
+        "lightrag_get_entity_relationships": {"entity_id": "Quokka Station"},
+        "lightrag_clear_cache": {"cache_types": ["query"]},
+        "lightrag_get_system_stats": {},
+        "lightrag_health_check": {"include_detailed": True},
+    }
+    default = [tool.name for tool in Catalogue(TOOLS).list_tools()]
+    assert sorted(calls) == sorted(default)
+    steps: list[dict[str, Any]] = [_wait_healthy(), {"op": "list_tools", "label": "tools"}]
+    steps += [{"op": "call", "label": name, "name": name, "arguments": arguments} for name, arguments in calls.items()]
+    doc, _ = ts_client(home, steps, env={"LIGHTRAG_MCP_ALLOWED_DIRS": str(tmp_path)})
+    assert [tool["name"] for tool in _step(doc, "tools")["result"]["tools"]] == default
+    for name in calls:
+        result = _step(doc, name)["result"]
+        assert not result.get("isError"), (name, _text(result)[:2000])
+        assert _text(result).strip(), name  # LibreChat shows only the text
+    assert "Alice Johnson" in _text(_step(doc, "lightrag_search_entities")["result"])
+    assert _step(doc, "lightrag_delete_documents")["result"]["structuredContent"]["deleted_documents"]
+    assert "```mermaid" in _text(_step(doc, "lightrag_get_graph")["result"])
+
+    librechat, _ = ts_client(home, [{"op": "list_tools", "label": "tools"}], env={"LIGHTRAG_MCP_TOOLS": "librechat"})
+    assert [tool["name"] for tool in _step(librechat, "tools")["result"]["tools"]] == [
+        "upload_to_lightrag",
+        "query_lightrag",
+        "health_check",
+        "lightrag_get_status",
+        "lightrag_list_documents",
+        "lightrag_delete_documents",
+    ]

@@ -15,6 +15,64 @@ def test_default_profile_lists_canonical_tools_without_aliases_or_debug() -> Non
     assert "health_check" not in names and "lightrag_debug" not in names
 
 
+def test_the_default_profile_advertises_one_tool_per_job() -> None:
+    names = [tool.name for tool in Catalogue(TOOLS).list_tools()]
+    assert names == [
+        "upload_to_lightrag",
+        "lightrag_insert_text",
+        "lightrag_get_status",
+        "lightrag_query",
+        "lightrag_stream_query",
+        "lightrag_insert_file",
+        "lightrag_batch_process",
+        "lightrag_list_documents",
+        "lightrag_delete_documents",
+        "lightrag_get_graph",
+        "lightrag_search_entities",
+        "lightrag_get_entity_relationships",
+        "lightrag_update_entity",
+        "lightrag_clear_cache",
+        "lightrag_get_system_stats",
+        "lightrag_health_check",
+    ]
+
+
+SEED_NAMES = [
+    *("upload_to_lightrag", "query_lightrag", "health_check"),  # seed 000
+    *("lightrag_search_code", "lightrag_index_codebase", "lightrag_get_entity"),  # seed 003
+    *("lightrag_visualize_subgraph", "lightrag_get_indexing_status"),
+]
+
+
+@pytest.mark.parametrize("profile", ["default", "librechat", "lightrag_query", "all"])
+def test_every_seed_name_stays_callable_whatever_is_advertised(profile: str) -> None:
+    catalogue = Catalogue(TOOLS, profile=profile)
+    assert all(catalogue.lookup(name) is not None for name in SEED_NAMES)
+
+
+def test_the_librechat_profile_is_the_seed_trio_plus_status_list_delete() -> None:
+    names = [tool.name for tool in Catalogue(TOOLS, profile="librechat").list_tools()]
+    assert names == [
+        "upload_to_lightrag",
+        "query_lightrag",
+        "health_check",
+        "lightrag_get_status",
+        "lightrag_list_documents",
+        "lightrag_delete_documents",
+    ]
+
+
+def test_alias_defaults_apply_only_to_their_alias_and_explicit_arguments_win() -> None:
+    catalogue = Catalogue(TOOLS)
+    graph = catalogue.lookup("lightrag_get_graph")
+    assert graph is not None
+    assert catalogue.arguments_for(graph, "lightrag_get_graph", {}) == {}
+    visual = catalogue.arguments_for(graph, "lightrag_visualize_subgraph", {"entity": "X"})
+    assert visual["output_format"] == "mermaid" and visual["entity"] == "X"
+    explicit = catalogue.arguments_for(graph, "lightrag_visualize_subgraph", {"output_format": "json"})
+    assert explicit["output_format"] == "json"
+
+
 def test_aliases_route_to_the_canonical_tool() -> None:
     catalogue = Catalogue(TOOLS)
     assert catalogue.lookup("health_check") is catalogue.lookup("lightrag_health_check")
