@@ -38,6 +38,7 @@ from protocol import methods as m
 from protocol.bindings_config import validate_binding_settings
 from protocol.logs import correlation_id, setup_logging
 from protocol.settings import ConfigError, Settings, env_example, load_settings, settings_markdown
+from protocol.storage_config import probe_servers, resolve_storages, server_addresses
 
 log = logging.getLogger("mcp_front")
 
@@ -226,6 +227,21 @@ def build_server(settings: Settings) -> tuple[Server[Any], FrontApp]:
     return server, app
 
 
+def check_storages(settings: Settings) -> None:
+    """Storage configuration is valid and its servers answer before we serve (SPEC §7).
+
+    A server that is down fails start-up with one line, unless LIGHTRAG_MCP_STORAGE_FALLBACK
+    is on: then the worker serves new knowledge bases from local files and says so loudly."""
+    storages = resolve_storages(settings)
+    problems = probe_servers(server_addresses(storages, settings))
+    if not problems:
+        return
+    if not settings.storage_fallback:
+        raise ConfigError(problems[0] + " (set LIGHTRAG_MCP_STORAGE_FALLBACK=true to start on local storage instead)")
+    for problem in problems:
+        sys.stderr.write(f"lightrag-mcp: WARNING: {problem}; LIGHTRAG_MCP_STORAGE_FALLBACK is on: new knowledge bases use local storage\n")
+
+
 def load_env_file() -> None:
     """Read `LIGHTRAG_MCP_ENV_FILE`, else the project's own `.env` (never the cwd's): real
     environment variables win."""
@@ -267,6 +283,7 @@ def main(argv: list[str] | None = None) -> None:
         load_env_file()
         settings = load_settings()
         validate_binding_settings(settings)
+        check_storages(settings)
         Catalogue(TOOLS, profile=settings.tools, debug=settings.debug_methods)
     except (ConfigError, ValueError) as exc:
         sys.stderr.write(f"lightrag-mcp: configuration error: {exc}\n")

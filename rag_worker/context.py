@@ -49,6 +49,7 @@ class WorkerState:
         self.lightrag_version = await anyio.to_thread.run_sync(import_lightrag, limiter=self.limiter)
         self.engines = EngineRegistry(self.settings, self.limiter, spawn)
         self.engines.check_data_dir()
+        await anyio.to_thread.run_sync(self.engines.placement.check_servers)
         from rag_worker.batches import BatchRunner
 
         self.batches = BatchRunner(self, spawn)

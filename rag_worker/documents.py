@@ -3,7 +3,8 @@ time, content hash, user metadata, pages and words.
 
 LightRAG's doc-status rows keep only their own metadata keys across state changes, so the
 record lives in a KV namespace of its own, created with the workspace's configured KV
-storage class (JSON files by default; the same server store when one is configured).
+storage class (JSON files by default; the same server store when one is configured — on
+PostgreSQL a table of ours, see `rag_worker.catalog_stores`).
 """
 
 from __future__ import annotations
@@ -70,9 +71,15 @@ class DocumentCatalog:
     """Per-workspace records keyed by document id."""
 
     def __init__(self, rag: Any) -> None:
-        self._kv = rag.key_string_value_json_storage_cls(
-            namespace=CATALOG_NAMESPACE, workspace=rag.workspace, embedding_func=rag.embedding_func
-        )
+        self._kv: Any
+        if rag.kv_storage == "PGKVStorage":  # its tables are fixed: ours is a table of its own
+            from rag_worker.catalog_stores import PGCatalogStore
+
+            self._kv = PGCatalogStore(rag.workspace, rag.vector_storage)
+        else:
+            self._kv = rag.key_string_value_json_storage_cls(
+                namespace=CATALOG_NAMESPACE, workspace=rag.workspace, embedding_func=rag.embedding_func
+            )
 
     async def initialize(self) -> None:
         await self._kv.initialize()

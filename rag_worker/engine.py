@@ -24,7 +24,9 @@ import anyio
 
 from protocol import ErrorCode, RagError
 from protocol.settings import Settings
+from protocol.storage_config import LOCAL_STORAGES, StorageSet
 from rag_worker.documents import DocumentCatalog
+from rag_worker.storage_placement import StoragePlacement
 
 Spawn = Callable[[Callable[[], Awaitable[None]]], None]
 UNFINISHED_STATES = ("pending", "parsing", "analyzing", "processing")
@@ -77,6 +79,8 @@ class Workspace:
     catalog: DocumentCatalog
     lock_fd: int
     components: dict[str, Any]
+    storages: StorageSet = LOCAL_STORAGES
+    on_fallback: bool = False  # created on local files while a configured server was down
     ingest_lock: anyio.Lock = field(default_factory=anyio.Lock)
     opened_at: float = field(default_factory=time.monotonic)
 
@@ -135,6 +139,7 @@ class EngineRegistry:
         self._open: OrderedDict[str, Workspace] = OrderedDict()
         self._opening = anyio.Lock()
         self._components: Any = None
+        self.placement = StoragePlacement(settings)
 
     def check_data_dir(self) -> None:
         """Fail start-up (not a later call) when the data directory is not writable."""
@@ -167,16 +172,18 @@ class EngineRegistry:
     async def _open_workspace(self, workspace: str) -> Workspace:
         lock_fd = await self._lock_workspace(workspace)
         try:
+            storages, fallback = self.placement.for_workspace(self.workspace_dir(workspace))
             components = await self._shared_components()
             self._check_embedding_model(workspace, components)
-            rag = await new_lightrag(self._root, workspace, components)
+            rag = await new_lightrag(self._root, workspace, components, **storages.as_kwargs())
             catalog = DocumentCatalog(rag)
             await catalog.initialize()
+            self.placement.record(self.workspace_dir(workspace), storages, fallback)
         except BaseException:
             os.close(lock_fd)
             raise
-        log.info("opened workspace %s", workspace)
-        return Workspace(workspace, rag, catalog, lock_fd, components)
+        log.info("opened workspace %s on %s%s", workspace, storages.describe(), " (fallback)" if fallback else "")
+        return Workspace(workspace, rag, catalog, lock_fd, components, storages, fallback)
 
     def _check_embedding_model(self, workspace: str, components: dict[str, Any]) -> None:
         """Never mix vectors of two embedding models in one local index (SPEC §6)."""

@@ -40,6 +40,7 @@ from protocol.logs import correlation_id, setup_logging
 from protocol.settings import ConfigError, Settings, load_settings
 from rag_worker.context import RequestContext, WorkerState
 from rag_worker.stdio_guard import ProtocolFds
+from rag_worker.storage_errors import with_storage_errors
 
 log = logging.getLogger("rag_worker.server")
 
@@ -217,6 +218,7 @@ class WorkerServer:
         arguments = request.params.get("arguments")
         if not isinstance(arguments, dict):
             raise RagError(ErrorCode.INVALID_PARAMETER, "The call has no arguments object.")
+        handler = with_storage_errors(handler)
         if envelope.get("audit"):  # a mutating call: it goes to the workspace's audit log
             from rag_worker.audit import record_call
 

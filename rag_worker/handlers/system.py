@@ -13,6 +13,7 @@ import anyio
 
 from protocol import ErrorCode, RagError
 from protocol.bindings_config import resolve_bindings
+from protocol.storage_config import resolve_storages, storage_summary
 from rag_worker.context import RequestContext
 
 log = logging.getLogger("rag_worker.system")
@@ -61,12 +62,7 @@ def configuration_summary(settings: Any) -> dict[str, Any]:
     from rag_worker.bindings import describe
 
     summary = describe(resolve_bindings(settings))
-    summary["storages"] = {
-        "kv": os.environ.get("LIGHTRAG_KV_STORAGE", "JsonKVStorage"),
-        "vector": os.environ.get("LIGHTRAG_VECTOR_STORAGE", "NanoVectorDBStorage"),
-        "graph": os.environ.get("LIGHTRAG_GRAPH_STORAGE", "NetworkXStorage"),
-        "doc_status": os.environ.get("LIGHTRAG_DOC_STATUS_STORAGE", "JsonDocStatusStorage"),
-    }
+    summary["storages"] = resolve_storages(settings).as_dict()
     return summary
 
 
@@ -84,6 +80,7 @@ async def health(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
         "components": {},
         "notes": [] if state.settings.llm_binding else [NO_LLM_HEALTH_NOTE],
     }
+    _storage_state(state, result)
     if args.get("include_detailed"):
         result["components"]["configuration"] = configuration_summary(state.settings)
         result["components"]["memory"] = {"worker_rss_mb": state.rss_mb()}
@@ -96,6 +93,26 @@ async def health(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
 
         result["statistics"] = await knowledge_base_counts(await state.engines.get(ctx.workspace))
     return result
+
+
+def _storage_state(state: Any, result: dict[str, Any]) -> None:
+    """Storage fallback and unreachable servers at start-up make the report degraded (SPEC §7)."""
+    placement = state.engines.placement if state.engines is not None else None
+    if placement is None:
+        return
+    storage: dict[str, Any] = {**storage_summary(placement.configured), "fallback_active": placement.fallback_active}
+    if placement.unreachable:
+        storage["unreachable_at_start"] = placement.unreachable
+    result["components"]["storage"] = storage
+    if placement.fallback_active:
+        result["status"] = "degraded"
+        result["notes"].append(
+            "STORAGE FALLBACK: a configured storage server was unreachable when the worker started, so new "
+            "knowledge bases are stored in local files (they stay there). Fix the server and restart."
+        )
+    elif placement.unreachable:
+        result["status"] = "degraded"
+        result["notes"].append("A storage server was unreachable when the worker started: " + "; ".join(placement.unreachable))
 
 
 def _llm_configured(settings: Any) -> dict[str, Any]:

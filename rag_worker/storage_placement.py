@@ -1,0 +1,83 @@
+"""Which storages each knowledge base lives in — and never two at once (SPEC §7).
+
+The configured storages (`protocol.storage_config`) hold every new knowledge base.  A
+marker in the workspace's local directory (`storage.json`) records where it was created,
+so later configuration changes cannot silently split or hide it:
+
+* configured storages differ from the recorded ones → CONFIGURATION_ERROR naming both
+  (the data is still where it was; nothing is mixed);
+* with LIGHTRAG_MCP_STORAGE_FALLBACK on and a storage server unreachable at worker
+  start-up, NEW knowledge bases are created on local files (loud warning, health
+  degraded) and stay there, marked as fallback; knowledge bases already on the server keep
+  using it and answer STORAGE_ERROR until it is back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from protocol import ErrorCode, RagError
+from protocol.settings import Settings
+from protocol.storage_config import LOCAL_STORAGES, StorageSet, probe_servers, resolve_storages, server_addresses
+
+log = logging.getLogger("rag_worker.storage")
+
+MARKER = "storage.json"
+# A workspace directory with these files was written by the local JSON storages.
+LOCAL_EVIDENCE = ("kv_store_doc_status.json", "kv_store_full_docs.json")
+
+
+class StoragePlacement:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self.configured = resolve_storages(settings)
+        self.fallback_active = False
+        self.unreachable: list[str] = []
+
+    def check_servers(self) -> None:
+        """At worker start-up: are the configured servers there?  Decide on fallback once."""
+        self.unreachable = probe_servers(server_addresses(self.configured, self._settings))
+        if self.unreachable and self._settings.storage_fallback:
+            self.fallback_active = True
+            for problem in self.unreachable:
+                log.warning("STORAGE FALLBACK: %s; new knowledge bases use local files until restart", problem)
+        elif self.unreachable:
+            for problem in self.unreachable:
+                log.error("%s; calls answer STORAGE_ERROR until it is back", problem)
+
+    def for_workspace(self, directory: Path) -> tuple[StorageSet, bool]:
+        """(storages, is_fallback) for the workspace in `directory`; refuses a split."""
+        marker = directory / MARKER
+        if marker.exists():
+            recorded = json.loads(marker.read_text())
+            storages = StorageSet(**recorded["storages"])
+            if storages == self.configured:
+                return storages, False
+            if recorded.get("fallback"):
+                return storages, True  # created while the server was down: it stays local
+            raise _split(storages, self.configured)
+        if any((directory / name).exists() for name in LOCAL_EVIDENCE) and not self.configured.is_local:
+            raise _split(LOCAL_STORAGES, self.configured)  # made before markers existed, on local files
+        if self.fallback_active and not self.configured.is_local:
+            return LOCAL_STORAGES, True
+        return self.configured, False
+
+    @staticmethod
+    def record(directory: Path, storages: StorageSet, fallback: bool) -> None:
+        marker = directory / MARKER
+        if not marker.exists():
+            marker.write_text(json.dumps({"storages": storages.as_dict(), "fallback": fallback}))
+
+
+def _split(recorded: StorageSet, configured: StorageSet) -> RagError:
+    return RagError(
+        ErrorCode.CONFIGURATION_ERROR,
+        f"This knowledge base is stored in {recorded.describe()}, but the server is now configured for "
+        f"{configured.describe()}; it is not opened on other storage, so nothing is split or hidden.",
+        suggested_action=(
+            "Ask the administrator to restore the previous storage settings, or to migrate the knowledge base "
+            "(or use a new WORKING_DIR for the new storage)."
+        ),
+    )
