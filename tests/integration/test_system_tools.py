@@ -277,3 +277,29 @@ async def test_check_quota_refuses_documents_and_bytes_past_the_limits(worker_st
         await check_quota(ctx, ws, 10)  # a third document
     assert too_many.value.code == ErrorCode.QUOTA_EXCEEDED and too_many.value.details["max_documents"] == 2
     await check_quota(ctx, ws, 10, replacing=first["document_id"])  # a new version takes the old one's place
+
+
+async def test_quotas_refuse_new_documents_through_the_server_but_allow_replacements(home: Path) -> None:
+    def md(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    async def upload(client: Client, name: str, text: str, user: str = "quota-user") -> Any:
+        return await client.call_as(user, "upload_to_lightrag", {"filename": name, "content": md(text), "mimeType": "text/markdown"})
+
+    async with running_server(home, LIGHTRAG_MCP_MAX_DOCUMENTS="2", LIGHTRAG_MCP_MAX_STORAGE_MB="0.001") as client:
+        assert not (await upload(client, "a.md", "# A\n\nAlpha.")).is_error
+        assert not (await upload(client, "b.md", "# B\n\nBeta.")).is_error
+        third = error_of(await upload(client, "c.md", "# C\n\nGamma."))
+        assert third["error_code"] == "QUOTA_EXCEEDED" and "2" in third["error_message"]
+        replaced = await upload(client, "a.md", "# A\n\nAlpha, second version.")
+        assert not replaced.is_error and replaced.structured_content["action"] == "replaced"
+        too_big = error_of(await upload(client, "a.md", "# A\n\n" + "x" * 2000))  # 0.001 MB = 1,048 bytes
+        assert too_big["error_code"] == "QUOTA_EXCEEDED"
+        batch = await client.call_as(
+            "quota-user", "lightrag_batch_process", {"items": [{"item_type": "text", "content": "Delta.", "title": "d"}]}
+        )
+        assert batch.structured_content["results"][0]["error_code"] == "QUOTA_EXCEEDED"
+        other = await upload(client, "c.md", "# C\n\nGamma.", user="someone-else")  # quotas are per workspace
+        assert not other.is_error
+        listed = await client.call_as("quota-user", "lightrag_list_documents", {})
+        assert listed.structured_content["pagination"]["total_documents"] == 2  # nothing half-added
