@@ -158,7 +158,7 @@ class WorkerSupervisor:
     async def _watch(self, worker: WorkerProcess) -> str:
         await _wait_any((worker.ready, worker.exited), self.settings.start_timeout)
         if not worker.ready.is_set() or worker.exited.is_set():
-            reason = worker.exit_reason if worker.exited.is_set() else "the worker did not become ready in time"
+            reason = (worker.exit_reason if worker.exited.is_set() else None) or "the worker did not become ready in time"
             self.last_failure = reason
             worker.kill(reason)
             return "failed"

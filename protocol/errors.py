@@ -272,7 +272,7 @@ class RagError(Exception):
         """Rebuild a RagError from a JSON-RPC error's message and data (unknown code → INTERNAL_ERROR)."""
         data = data or {}
         try:
-            code = ErrorCode(data.get("error_code"))
+            code = ErrorCode(str(data.get("error_code")))
         except ValueError:
             return cls(ErrorCode.INTERNAL_ERROR)
         details = data.get("details")

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,13 +40,12 @@ from rag_worker.jobs import Job, JobItem, JobStore
 
 if TYPE_CHECKING:
     from rag_worker.context import WorkerState
-    from rag_worker.engine import Workspace
+    from rag_worker.engine import Spawn, Workspace
 
 log = logging.getLogger("rag_worker.batches")
 
 FOLLOW_POLL_S = 0.5
 SAVE_EVERY_S = 1.0
-Spawn = Callable[[Callable[[], Awaitable[None]]], None]
 
 
 @dataclass

@@ -6,7 +6,7 @@ import logging
 import os
 import platform
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -40,7 +40,7 @@ class WorkerState:
     engines: Any = None  # rag_worker.engine.EngineRegistry, created in warm_up()
     batches: Any = None  # rag_worker.batches.BatchRunner, created in warm_up()
 
-    async def warm_up(self, spawn: Callable[[Callable[[], Awaitable[None]]], None]) -> None:
+    async def warm_up(self, spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], Any]) -> None:
         """Everything that must work before the worker says it is ready.
 
         `spawn` starts background work (indexing) that outlives the call that queued it."""

@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from protocol.storage_config import LOCAL_STORAGES, StorageSet
 from rag_worker.documents import DocumentCatalog
 from rag_worker.storage_placement import StoragePlacement
 
-Spawn = Callable[[Callable[[], Awaitable[None]]], None]
+Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], Any]
 UNFINISHED_STATES = ("pending", "parsing", "analyzing", "processing")
 
 log = logging.getLogger("rag_worker.engine")

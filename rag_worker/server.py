@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -50,7 +50,7 @@ Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[Any]]
 class WorkerServer:
     """Serves one pipe until it closes (or the parent goes away)."""
 
-    def __init__(self, fds: ProtocolFds, settings: Settings, handlers: dict[str, Handler]) -> None:
+    def __init__(self, fds: ProtocolFds, settings: Settings, handlers: Mapping[str, Handler]) -> None:
         self._fds = fds
         self._settings = settings
         self._handlers = handlers
@@ -170,9 +170,9 @@ class WorkerServer:
             tg.start_soon(self._run_request, message, scope)
         elif isinstance(message, Notification):
             if message.method == m.CANCEL:
-                scope = self._in_flight.get(message.params.get("id"))
-                if scope is not None:
-                    scope.cancel()
+                in_flight = self._in_flight.get(message.params.get("id"))
+                if in_flight is not None:
+                    in_flight.cancel()
             else:
                 log.debug("ignoring notification %s", message.method)
         # Responses: the front sends none to the worker.
