@@ -8,6 +8,7 @@ tool itself (health), so no schema is written twice.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -393,10 +394,11 @@ class Catalogue:
     def validate(self, tool: Tool, arguments: dict[str, Any]) -> None:
         """Raise INVALID_PARAMETER with a message the model can fix its call from."""
         errors = sorted(self._validators[tool.name].iter_errors(arguments), key=lambda e: list(e.path))
-        if not errors:
-            return
         problems = [_describe(error) for error in errors[:5]]
-        first_field = str(errors[0].absolute_path[0]) if errors[0].absolute_path else ""
+        problems += [f"{where}: must be a finite number" for where in _non_finite(arguments)][: 5 - len(problems)]
+        if not problems:
+            return
+        first_field = str(errors[0].absolute_path[0]) if errors and errors[0].absolute_path else ""
         raise RagError(
             dict(tool.field_errors).get(first_field, ErrorCode.INVALID_PARAMETER),
             f"Invalid arguments for {tool.name}: " + "; ".join(problems),
@@ -405,13 +407,38 @@ class Catalogue:
         )
 
 
+def _non_finite(arguments: Any) -> list[str]:
+    """Where NaN/Infinity sit (raw JSON-RPC can carry them; schema bounds let NaN through)."""
+    found: list[str] = []
+    stack: list[tuple[str, Any]] = [("(arguments)", arguments)]
+    while stack and len(found) < 5:
+        where, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            found.append(where)
+        elif isinstance(value, dict | list):
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            stack.extend(
+                (_short(key) if where == "(arguments)" else f"{where}/{_short(key)}", child) for key, child in items
+            )
+    return found
+
+
+def _short(part: Any, limit: int = 64) -> str:
+    """A field name as an error message quotes it (names can be any length)."""
+    text = str(part)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def _describe(error: jsonschema.ValidationError) -> str:
-    where = "/".join(str(part) for part in error.absolute_path) or "(arguments)"
+    where = "/".join(_short(part) for part in error.absolute_path) or "(arguments)"
     validator = error.validator
     if validator == "additionalProperties":
         allowed = sorted((error.schema.get("properties") or {}).keys())
         extra = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
-        return f"{where}: unknown field(s) {', '.join(extra)}; allowed: {', '.join(allowed) or 'none'}"
+        named = ", ".join(_short(name) for name in extra[:10]) + (
+            f" and {len(extra) - 10} more" if len(extra) > 10 else ""
+        )
+        return f"{where}: unknown field(s) {named}; allowed: {', '.join(allowed) or 'none'}"
     if validator == "required":
         return f"{where}: {error.message}"
     if validator == "minLength" and error.validator_value == 1:

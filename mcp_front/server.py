@@ -32,6 +32,7 @@ from mcp_front.rate_limit import RateLimiter
 from mcp_front.results import error_result, tool_result
 from mcp_front.stats import CallStats, system_stats
 from mcp_front.supervisor import WorkerSupervisor, front_rss_mb
+from mcp_front.wire import answer_unreadable_lines
 from mcp_front.worker_process import worker_command
 from protocol import ErrorCode, RagError
 from protocol import methods as m
@@ -260,8 +261,9 @@ def load_env_file() -> None:
 
 async def serve(settings: Settings) -> None:
     server, _ = build_server(settings)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    async with stdio_server() as (raw_read_stream, write_stream):
+        async with answer_unreadable_lines(raw_read_stream, write_stream) as read_stream:
+            await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def main(argv: list[str] | None = None) -> None:

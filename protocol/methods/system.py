@@ -92,7 +92,7 @@ HEALTH = MethodSpec(
             "uptime_s": number(maximum=1e9),
             "rss_mb": number(maximum=1e7),
             "versions": VERSIONS,
-            "workspaces_open": array(string(max_length=128), max_items=10_000),
+            "workspaces_open": integer("Knowledge bases open in the worker (how many, not whose).", maximum=10**6),
             "components": open_object("Per-component state."),
             "notes": array(string(max_length=2000), max_items=50),
         },
@@ -106,7 +106,7 @@ DEBUG = MethodSpec(
     "debug/run",
     obj(
         {
-            "action": string(enum=["sleep", "cpu", "print", "crash", "block", "garbage", "echo"]),
+            "action": string(enum=["sleep", "cpu", "print", "crash", "block", "garbage", "echo", "close_stdout"]),
             "seconds": number(maximum=3600, default=0),
             "text": string(max_length=10_000_000, default=""),
             "size": integer("Bytes of junk for the garbage action.", maximum=200_000_000, default=0),

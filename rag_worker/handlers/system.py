@@ -74,7 +74,8 @@ async def health(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
         "uptime_s": state.uptime(),
         "rss_mb": state.rss_mb(),
         "versions": state.versions(),
-        "workspaces_open": state.workspaces_open(),
+        # A count only: workspace names carry other users' ids (the list is for ping_worker's status).
+        "workspaces_open": len(state.workspaces_open()),
         "requests_served": state.requests_served,
         "requests_cancelled": state.requests_cancelled,
         "components": {},
@@ -144,7 +145,6 @@ async def _check_dependencies(ctx: RequestContext, result: dict[str, Any]) -> No
         },
         "embedding_dim": rag.embedding_func.embedding_dim,
     }
-    result["workspaces_open"] = state.workspaces_open()
     components = result["components"]
     components["storages"] = await probe_storages(rag)
     components["embedding"] = await probe_embedding(rag, ws.components)
@@ -179,6 +179,15 @@ async def debug(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
         await ctx.state.send_raw(b"x" * int(args.get("size") or 0) + b"\n")
     elif action == "crash":
         os._exit(17)
+    elif action == "close_stdout":
+        # A worker whose stdout is closed while the process lives on: /dev/null replaces the
+        # protocol pipe's only write end, so the front reads EOF and nothing more arrives.
+        fds = getattr(sys.modules.get("__main__"), "_FDS", None)
+        if fds is None:
+            raise RagError(ErrorCode.INVALID_PARAMETER, "close_stdout needs a worker started as python -m rag_worker.")
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fds.write_fd)
+        os.close(devnull)
     padding = "z" * int(args.get("size") or 0) if action == "echo" else ""
     return {"action": action, "pid": os.getpid(), "echo": args.get("text", "") + padding}
 
