@@ -39,7 +39,7 @@ from protocol import methods as m
 from protocol.bindings_config import validate_binding_settings
 from protocol.logs import correlation_id, setup_logging
 from protocol.settings import ConfigError, Settings, env_example, load_settings, settings_markdown
-from protocol.storage_config import probe_servers, resolve_storages, server_addresses
+from protocol.storage_config import INTERACTIVE_DRIVER_DEFAULTS, probe_servers, resolve_storages, server_addresses
 
 log = logging.getLogger("mcp_front")
 
@@ -190,6 +190,8 @@ def worker_environment(settings: Settings) -> dict[str, str]:
     paths = [str(PROJECT_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     env["WORKING_DIR"] = settings.data_dir
+    for name, value in INTERACTIVE_DRIVER_DEFAULTS.items():
+        env.setdefault(name, value)
     return env
 
 

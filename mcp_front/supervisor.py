@@ -65,6 +65,7 @@ class WorkerSupervisor:
         self.ping_rtt_max_ms = 0.0
         self.pings_answered = 0
         self.pings_missed = 0
+        self.pings_deferred = 0
         self.circuit_opened_at: float | None = None
         self.started_at = time.monotonic()
         self.first_ready_s: float | None = None
@@ -194,6 +195,9 @@ class WorkerSupervisor:
             if rtt is None:
                 if worker.exited.is_set():
                     continue  # reported as an exit on the next turn
+                if time.monotonic() < worker.blocking_until:
+                    self.pings_deferred += 1  # inside an announced blocking section: not a hang
+                    continue
                 self.pings_missed += 1
                 reason = f"the worker did not answer a ping within {self.settings.ping_timeout:g}s (hung)"
                 self.last_failure = reason
@@ -327,6 +331,7 @@ class WorkerSupervisor:
             "ping_rtt_max_ms": self.ping_rtt_max_ms,
             "pings_answered": self.pings_answered,
             "pings_missed": self.pings_missed,
+            "pings_deferred": self.pings_deferred,
             "last_failure": self.last_failure,
             "circuit_open": self.state == "circuit_open",
             "bad_frames": worker.bad_frames if worker else 0,

@@ -80,6 +80,7 @@ class WorkerProcess:
         self.ready_info: dict[str, Any] = {}
         self.spawned_at = 0.0
         self.ready_at: float | None = None
+        self.blocking_until = 0.0  # a lease announced by worker/blocking
         self.exit_reason: str | None = None
         self.bad_frames = 0
         self.calls_started = 0
@@ -264,6 +265,8 @@ class WorkerProcess:
             returncode = None
             with anyio.move_on_after(2, shield=True):
                 returncode = await self._process.wait()
+            if returncode is None:  # end of its output while the process lives on
+                self.exit_reason = self.exit_reason or "the worker closed its output pipe but kept running"
             self.exit_reason = self.exit_reason or f"the worker exited (code {returncode})"
             self._fail_pending(self.exit_reason)
             self.exited.set()
@@ -297,6 +300,11 @@ class WorkerProcess:
                 self.ready_at - self.spawned_at,
                 (message.params.get("versions") or {}).get("lightrag"),
             )
+        elif message.method == m.BLOCKING:
+            seconds = min(max(float(message.params.get("seconds") or 0), 0.0), m.MAX_BLOCKING_LEASE_S)
+            self.blocking_until = time.monotonic() + seconds
+            if seconds:
+                log.info("worker pid %s blocks for up to %.0fs: %s", self.pid, seconds, str(message.params.get("reason"))[:200])
         elif message.method == m.PROGRESS:
             pending = self._pending.get(message.params.get("id"))  # type: ignore[arg-type]
             if pending is not None and pending.on_progress is not None:

@@ -128,6 +128,15 @@ class StorageSet:
 
 LOCAL_STORAGES = StorageSet(**LOCAL)
 
+# LightRAG's PostgreSQL client retries a lost connection for minutes (10 tries, backoff 3 s → 30 s):
+# right for a batch job, wrong for a chat call.  Unless the administrator sets them, a call
+# gives up after ~4 s and answers STORAGE_ERROR; the next call tries again.
+INTERACTIVE_DRIVER_DEFAULTS = {
+    "POSTGRES_CONNECTION_RETRIES": "3",
+    "POSTGRES_CONNECTION_RETRY_BACKOFF": "0.5",
+    "POSTGRES_CONNECTION_RETRY_BACKOFF_MAX": "2",
+}
+
 
 def _value(settings: Settings, environ: Mapping[str, str], name: str) -> str:
     try:

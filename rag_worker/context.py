@@ -47,7 +47,10 @@ class WorkerState:
         from rag_worker.engine import EngineRegistry, import_lightrag
 
         self.lightrag_version = await anyio.to_thread.run_sync(import_lightrag, limiter=self.limiter)
-        self.engines = EngineRegistry(self.settings, self.limiter, spawn)
+        async def announce_blocking(seconds: float, reason: str) -> None:
+            await self.notify(m.BLOCKING, {"seconds": seconds, "reason": reason})
+
+        self.engines = EngineRegistry(self.settings, self.limiter, spawn, announce_blocking)
         self.engines.check_data_dir()
         await anyio.to_thread.run_sync(self.engines.placement.check_servers)
         from rag_worker.batches import BatchRunner

@@ -15,7 +15,7 @@ from typing import Any
 from protocol.bindings_config import public_host, resolve_bindings
 from protocol.reporting import iso, parse_instant, percentiles
 from rag_worker.audit import audit_path, read_entries
-from rag_worker.documents import state_of
+from rag_worker.documents import state_of, status_counts
 
 log = logging.getLogger("rag_worker.diagnostics")
 
@@ -93,7 +93,7 @@ async def knowledge_base_counts(ws: Any) -> dict[str, Any]:
     from lightrag.base import DocStatus
 
     rag = ws.rag
-    by_status = {state_of(k): int(v) for k, v in (await rag.doc_status.get_status_counts()).items()}
+    by_status = await status_counts(rag.doc_status)
     processed = await rag.doc_status.get_docs_by_statuses([DocStatus.PROCESSED])
     graph_storage = rag.chunk_entity_relation_graph
     if type(graph_storage).__name__ == "NetworkXStorage":

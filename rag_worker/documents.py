@@ -38,6 +38,16 @@ def name_from_file_path(file_path: str) -> str:
     return file_path.replace(_PATH_SEPARATOR_STAND_IN, "/")
 
 
+async def status_counts(doc_status: Any) -> dict[str, int]:
+    """Documents by state, every state present (storages differ: PostgreSQL omits empty ones)."""
+    from lightrag.base import DocStatus
+
+    counts = {state.value: 0 for state in DocStatus}
+    for state, count in (await doc_status.get_status_counts()).items():
+        counts[state_of(state)] = int(count)
+    return counts
+
+
 def state_of(status: Any) -> str:
     """LightRAG's status value ('processed', ...) from an enum or a string."""
     value = getattr(status, "value", status)

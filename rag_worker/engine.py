@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ UNFINISHED_STATES = ("pending", "parsing", "analyzing", "processing")
 log = logging.getLogger("rag_worker.engine")
 
 LOCK_WAIT_SECONDS = 5.0
+OPEN_LEASE_S = 60.0  # how long opening a workspace on server storages may block the loop
 MAX_OPEN_WORKSPACES = 8
 
 
@@ -131,8 +132,15 @@ async def new_lightrag(
 class EngineRegistry:
     """Owns every LightRAG instance in this worker."""
 
-    def __init__(self, settings: Settings, limiter: anyio.CapacityLimiter, spawn: Spawn) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        limiter: anyio.CapacityLimiter,
+        spawn: Spawn,
+        announce_blocking: Callable[[float, str], Awaitable[None]] | None = None,
+    ) -> None:
         self._settings = settings
+        self._announce_blocking = announce_blocking
         self._limiter = limiter
         self._spawn = spawn
         self._root = Path(settings.data_dir)
@@ -150,6 +158,10 @@ class EngineRegistry:
 
     def open_workspaces(self) -> list[str]:
         return list(self._open)
+
+    def opened(self, workspace: str) -> Workspace | None:
+        """The workspace if it is open (without opening it)."""
+        return self._open.get(workspace)
 
     def workspace_dir(self, workspace: str) -> Path:
         return self._root / workspace
@@ -175,9 +187,17 @@ class EngineRegistry:
             storages, fallback = self.placement.for_workspace(self.workspace_dir(workspace))
             components = await self._shared_components()
             self._check_embedding_model(workspace, components)
-            rag = await new_lightrag(self._root, workspace, components, **storages.as_kwargs())
-            catalog = DocumentCatalog(rag)
-            await catalog.initialize()
+            # Server storage clients may set up synchronously (Milvus: seconds): say so first.
+            announce = self._announce_blocking if not storages.is_local else None
+            if announce is not None:
+                await announce(OPEN_LEASE_S, f"opening a knowledge base on {storages.describe()}")
+            try:
+                rag = await new_lightrag(self._root, workspace, components, **storages.as_kwargs())
+                catalog = DocumentCatalog(rag)
+                await catalog.initialize()
+            finally:
+                if announce is not None:
+                    await announce(0, "opened")
             self.placement.record(self.workspace_dir(workspace), storages, fallback)
         except BaseException:
             os.close(lock_fd)

@@ -17,10 +17,18 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 from protocol import ErrorCode, RagError
 from protocol.settings import Settings
-from protocol.storage_config import LOCAL_STORAGES, StorageSet, probe_servers, resolve_storages, server_addresses
+from protocol.storage_config import (
+    LOCAL_STORAGES,
+    ServerAddress,
+    StorageSet,
+    probe_servers,
+    resolve_storages,
+    server_addresses,
+)
 
 log = logging.getLogger("rag_worker.storage")
 
@@ -35,10 +43,11 @@ class StoragePlacement:
         self.configured = resolve_storages(settings)
         self.fallback_active = False
         self.unreachable: list[str] = []
+        self.addresses = server_addresses(self.configured, settings)
 
     def check_servers(self) -> None:
         """At worker start-up: are the configured servers there?  Decide on fallback once."""
-        self.unreachable = probe_servers(server_addresses(self.configured, self._settings))
+        self.unreachable = probe_servers(self.addresses)
         if self.unreachable and self._settings.storage_fallback:
             self.fallback_active = True
             for problem in self.unreachable:
@@ -63,6 +72,15 @@ class StoragePlacement:
         if self.fallback_active and not self.configured.is_local:
             return LOCAL_STORAGES, True
         return self.configured, False
+
+    def watched_addresses(self, workspace: str, engines: Any) -> list[ServerAddress]:
+        """The servers a call in `workspace` depends on (none for a knowledge base on local files)."""
+        opened = engines.opened(workspace) if engines is not None else None
+        if opened is not None and opened.storages.is_local:
+            return []
+        if opened is None and self.fallback_active:
+            return []
+        return self.addresses
 
     @staticmethod
     def record(directory: Path, storages: StorageSet, fallback: bool) -> None:

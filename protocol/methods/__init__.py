@@ -7,8 +7,9 @@ Two kinds of methods:
   the front has already validated `arguments` against `params_schema` (which is also the
   MCP tool's `inputSchema`) and resolved the caller's workspace into `context`.
 
-Notifications travel both ways: the worker announces `worker/ready` and reports
-`$/progress` for a request; the front sends `$/cancelRequest`.
+Notifications travel both ways: the worker announces `worker/ready`, reports `$/progress`
+for a request and `worker/blocking` before a known blocking section; the front sends
+`$/cancelRequest`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ PROTOCOL_VERSION = 1
 READY = "worker/ready"
 CANCEL = "$/cancelRequest"
 PROGRESS = "$/progress"
+# The worker is about to block its loop for up to `seconds` (a storage client's synchronous
+# set-up, e.g. Milvus): missed pings inside that lease are not a hang. `seconds: 0` ends it.
+BLOCKING = "worker/blocking"
+MAX_BLOCKING_LEASE_S = 120.0
 
 METHODS: dict[str, MethodSpec] = {
     spec.name: spec
@@ -68,6 +73,7 @@ METHODS: dict[str, MethodSpec] = {
 
 __all__ = [
     "BATCH_PROCESS",
+    "BLOCKING",
     "CALL_CONTEXT",
     "CANCEL",
     "CLEAR_CACHE",
@@ -80,6 +86,7 @@ __all__ = [
     "INSERT_FILE",
     "INSERT_TEXT",
     "LIST_DOCUMENTS",
+    "MAX_BLOCKING_LEASE_S",
     "METHODS",
     "MethodSpec",
     "PING",

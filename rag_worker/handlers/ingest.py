@@ -9,7 +9,7 @@ from typing import Any
 from protocol import ErrorCode, RagError
 from rag_worker.batches import load_source, text_source
 from rag_worker.context import RequestContext
-from rag_worker.documents import SourceDocument, state_of
+from rag_worker.documents import SourceDocument, status_counts
 from rag_worker.engine import Workspace
 from rag_worker.indexing import describe_document, describe_ingest, index_document
 from rag_worker.ingest import (
@@ -237,7 +237,7 @@ async def _workspace_progress(ws: Workspace) -> tuple[dict[str, int], dict[str, 
     """Documents of the workspace by state, and LightRAG's pipeline progress."""
     from lightrag.kg.shared_storage import get_namespace_data
 
-    counts = {state_of(k): int(v) for k, v in (await ws.rag.doc_status.get_status_counts()).items()}
+    counts = await status_counts(ws.rag.doc_status)
     pipeline = dict(await get_namespace_data("pipeline_status", workspace=ws.name))
     view = {
         key: pipeline.get(key)

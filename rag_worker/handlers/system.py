@@ -15,6 +15,7 @@ from protocol import ErrorCode, RagError
 from protocol.bindings_config import resolve_bindings
 from protocol.storage_config import resolve_storages, storage_summary
 from rag_worker.context import RequestContext
+from rag_worker.storage_errors import seconds_since_failure
 
 log = logging.getLogger("rag_worker.system")
 
@@ -101,6 +102,12 @@ def _storage_state(state: Any, result: dict[str, Any]) -> None:
     placement = state.engines.placement if state.engines is not None else None
     if placement is None:
         return
+    failed_ago = seconds_since_failure()
+    if failed_ago is not None:
+        result["status"] = "degraded"
+        result["notes"].append(
+            f"A call failed {failed_ago:.0f}s ago because the knowledge base's storage was unreachable (STORAGE_ERROR)."
+        )
     storage: dict[str, Any] = {**storage_summary(placement.configured), "fallback_active": placement.fallback_active}
     if placement.unreachable:
         storage["unreachable_at_start"] = placement.unreachable

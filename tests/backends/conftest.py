@@ -1,0 +1,148 @@
+"""Fixtures of the backend suite: each real storage server starts once per test session on a
+free 127.0.0.1 port in a temporary directory and stops at the end (also after failures), and
+each test gets a configuration of its own on it (a fresh PostgreSQL database, Redis DB index
+and Milvus database), so tests never see each other's data.
+
+A server that cannot be installed or started FAILS the tests that need it with the reason:
+CI must not pass without testing the backends.  LIGHTRAG_MCP_SKIP_BACKENDS=1 skips them
+explicitly instead (the embedded configuration still runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import pytest
+
+from tests.backends.servers import (
+    SKIP_ENV,
+    BackendUnavailable,
+    MilvusServer,
+    PostgresServer,
+    RedisServer,
+    redis_milvus_env,
+    skip_requested,
+)
+
+BACKENDS = ["embedded", "postgres", "redis_milvus"]
+T = TypeVar("T")
+
+
+def start_or_fail(what: str, factory: Callable[[], T]) -> T:
+    if skip_requested():
+        pytest.skip(f"{SKIP_ENV} is set: the {what} backend tests are skipped")
+    try:
+        return factory()
+    except BackendUnavailable as exc:
+        reason = str(exc)
+    pytest.fail(  # outside the except block: the reason once, without the exception chain
+        f"The {what} server for the backend tests is not available: {reason}\n"
+        f"Set {SKIP_ENV}=1 to skip the backend tests on a machine that cannot install it.",
+        pytrace=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    server = start_or_fail("PostgreSQL 15 + pgvector", PostgresServer)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    server = start_or_fail("Redis", RedisServer)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def milvus_server() -> Iterator[MilvusServer]:
+    server = start_or_fail("milvus-lite", MilvusServer)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def private_postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of the test's own (the outage test stops and restarts it)."""
+    server = start_or_fail("PostgreSQL 15 + pgvector", PostgresServer)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@dataclass
+class Backend:
+    """One storage configuration for the server under test, and a look into its store."""
+
+    name: str
+    env: dict[str, str] = field(default_factory=dict)
+    postgres: PostgresServer | None = None
+    redis: RedisServer | None = None
+    milvus: MilvusServer | None = None
+
+    def stored(self) -> dict[str, int]:
+        """What the storage server itself holds for this configuration (proof that the data
+        went there, not into local files): row, key or vector counts; {} when embedded."""
+        if self.postgres is not None:
+            return postgres_counts(self.postgres, self.env["POSTGRES_DATABASE"])
+        if self.redis is not None and self.milvus is not None:
+            return {
+                "redis_keys": redis_keys(self.redis, int(self.env["REDIS_URI"].rsplit("/", 1)[1])),
+                "milvus_vectors": self.milvus.rows(self.env["MILVUS_DB_NAME"]),
+            }
+        return {}
+
+
+def postgres_counts(server: PostgresServer, database: str) -> dict[str, int]:
+    tables = server.psql(
+        database, "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'lightrag_%'"
+    ).split()
+    counts: dict[str, int] = {}
+    for prefix, key in (
+        ("lightrag_doc_status", "doc_status"),
+        ("lightrag_doc_chunks", "chunks"),
+        ("lightrag_vdb_chunks", "chunk_vectors"),
+        ("lightrag_vdb_entity", "entity_vectors"),
+        ("lightrag_graph_nodes", "graph_nodes"),
+    ):
+        counts[key] = sum(
+            int(server.psql(database, f"SELECT count(*) FROM {table}").strip())
+            for table in tables
+            if table == prefix or table.startswith(prefix + "_")
+        )
+    return counts
+
+
+def redis_keys(server: RedisServer, database: int) -> int:
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=server.port, db=database)
+    try:
+        return int(client.dbsize())  # type: ignore[arg-type]
+    finally:
+        client.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Each test that asks for `backend` runs once per storage configuration."""
+    name = request.param
+    if name == "embedded":
+        return Backend(name)
+    if name == "postgres":
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        return Backend(name, server.env(server.new_database()), postgres=server)
+    redis_server: RedisServer = request.getfixturevalue("redis_server")
+    milvus_server: MilvusServer = request.getfixturevalue("milvus_server")
+    return Backend(name, redis_milvus_env(redis_server, milvus_server), redis=redis_server, milvus=milvus_server)
