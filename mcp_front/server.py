@@ -230,6 +230,18 @@ def build_server(settings: Settings) -> tuple[Server[Any], FrontApp]:
     return server, app
 
 
+def check_data_dir(settings: Settings) -> None:
+    """The data directory (WORKING_DIR) can be created and written, or one line says why not."""
+    run_dir = Path(settings.data_dir) / "run"
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe = run_dir / f".front-probe-{os.getpid()}"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"WORKING_DIR={settings.data_dir!r} is not writable: {exc.strerror or type(exc).__name__}") from None
+
+
 def check_storages(settings: Settings) -> None:
     """Storage configuration is valid and its servers answer before we serve (SPEC §7).
 
@@ -288,6 +300,7 @@ def main(argv: list[str] | None = None) -> None:
         settings = load_settings()
         validate_binding_settings(settings)
         check_storages(settings)
+        check_data_dir(settings)
         Catalogue(TOOLS, profile=settings.tools, debug=settings.debug_methods)
     except (ConfigError, ValueError) as exc:
         sys.stderr.write(f"lightrag-mcp: configuration error: {exc}\n")

@@ -267,7 +267,8 @@ class WorkerProcess:
                 returncode = await self._process.wait()
             if returncode is None:  # end of its output while the process lives on
                 self.exit_reason = self.exit_reason or "the worker closed its output pipe but kept running"
-            self.exit_reason = self.exit_reason or f"the worker exited (code {returncode})"
+            known = m.EXIT_REASONS.get(returncode) if returncode is not None else None
+            self.exit_reason = self.exit_reason or known or f"the worker exited (code {returncode})"
             self._fail_pending(self.exit_reason)
             self.exited.set()
 

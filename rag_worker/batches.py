@@ -30,7 +30,15 @@ import anyio
 
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
-from rag_worker.documents import TERMINAL_STATES, SourceDocument, doc_id_for, name_from_file_path, state_of
+from rag_worker.documents import (
+    GENERIC_INDEXING_ERROR,
+    TERMINAL_STATES,
+    SourceDocument,
+    doc_id_for,
+    name_from_file_path,
+    public_error,
+    state_of,
+)
 from rag_worker.indexing import delete_version, enqueue_document
 from rag_worker.ingest import BYTES_PER_MB, detect_format, extract_isolated, validate_metadata
 from rag_worker.ingest.isolation import EXTRACTION_TIMEOUT_S
@@ -216,7 +224,7 @@ class BatchRunner:
                 elif state == "processed":
                     item.status = "processed"
                 elif state == "failed":
-                    item.fail(str(ErrorCode.PROCESSING_FAILED), str(row.get("error_msg") or "indexing failed"))
+                    item.fail(str(ErrorCode.PROCESSING_FAILED), public_error(row.get("error_msg")) or GENERIC_INDEXING_ERROR)
                     if job.options.get("stop_on_error") and not running.stop_reason:
                         running.stop_reason = f"stopped after item {item.index} failed (stop_on_error)"
             running.save()

@@ -48,6 +48,31 @@ async def status_counts(doc_status: Any) -> dict[str, int]:
     return counts
 
 
+# LightRAG's error text for a failed document names storages, files and chunk ids; clients get
+# what happened in words they can act on (the raw text stays in LightRAG's status row and log).
+_PUBLIC_ERRORS = (
+    (("no space left", "errno 28", "disk quota"), "The server's disk was full while indexing; index it again once space is freed."),
+    (
+        ("llm func", "llm_model_func", "timeout", "timed out", "connection error", "apiconnectionerror", "rate limit"),
+        "The LLM did not answer in time or could not be reached while extracting entities; check "
+        "lightrag_health_check (check_dependencies) and index the document again.",
+    ),
+    (("embedding",), "The embedding model failed while indexing; check lightrag_health_check and index it again."),
+)
+GENERIC_INDEXING_ERROR = "Indexing failed inside LightRAG; index the document again, and report it if it keeps failing."
+
+
+def public_error(raw: Any) -> str | None:
+    """A failed document's error, as a client may see it."""
+    if not raw:
+        return None
+    text = str(raw).lower()
+    for needles, message in _PUBLIC_ERRORS:
+        if any(needle in text for needle in needles):
+            return message
+    return GENERIC_INDEXING_ERROR
+
+
 def state_of(status: Any) -> str:
     """LightRAG's status value ('processed', ...) from an enum or a string."""
     value = getattr(status, "value", status)

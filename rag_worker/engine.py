@@ -129,6 +129,10 @@ async def new_lightrag(
     return rag
 
 
+class DataDirUnwritable(Exception):
+    """The worker cannot write WORKING_DIR (disk full, permissions): it exits with EXIT_DATA_DIR."""
+
+
 class EngineRegistry:
     """Owns every LightRAG instance in this worker."""
 
@@ -151,10 +155,16 @@ class EngineRegistry:
 
     def check_data_dir(self) -> None:
         """Fail start-up (not a later call) when the data directory is not writable."""
-        self._root.mkdir(parents=True, exist_ok=True)
         probe = self._root / f".write-probe-{os.getpid()}"
-        probe.write_bytes(b"ok")
-        probe.unlink()
+        try:
+            self._root.mkdir(parents=True, exist_ok=True)
+            probe.write_bytes(b"ok")
+            probe.unlink()
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                probe.unlink()
+            log.error("the data directory is not writable: %s", exc.strerror or type(exc).__name__)
+            raise DataDirUnwritable(str(exc.strerror or exc)) from None
 
     def open_workspaces(self) -> list[str]:
         return list(self._open)

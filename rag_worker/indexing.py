@@ -25,6 +25,7 @@ from rag_worker.documents import (
     doc_id_for,
     lightrag_file_path,
     name_from_file_path,
+    public_error,
     state_of,
 )
 from rag_worker.engine import Workspace
@@ -205,7 +206,7 @@ async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], rec
         "mime_type": record.get("mime_type") or "",
         "content_hash": record.get("content_hash") or row.get("content_hash") or "",
         "metadata": record.get("metadata") or {},
-        "error": row.get("error_msg") or None,
+        "error": public_error(row.get("error_msg")),
     }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from protocol import ErrorCode, RagError
 from protocol.methods.documents import DOCUMENT_STATES
-from rag_worker.documents import name_from_file_path, state_of
+from rag_worker.documents import name_from_file_path, public_error, state_of
 from rag_worker.engine import Workspace
 
 # Pipeline order, for sort_by=status (unknown states sort last).
@@ -160,7 +160,7 @@ def document_view(doc_id: str, row: dict[str, Any], record: dict[str, Any]) -> d
         "entity_count": None,
         "relationship_count": None,
         "processing_time_s": processing_time,
-        "error_message": row.get("error_msg") or None,
+        "error_message": public_error(row.get("error_msg")),
         "metadata": record.get("metadata") or {},
         "track_id": row.get("track_id") or record.get("track_id") or None,
         "content_hash": record.get("content_hash") or row.get("content_hash") or None,

@@ -26,6 +26,10 @@ NO_LLM_NOTE = (
     "and cite their filenames. Set LLM_BINDING (openai, azure_openai or ollama), LLM_MODEL and "
     "LLM_BINDING_HOST/LLM_BINDING_API_KEY for written answers and a richer knowledge graph."
 )
+LLM_FAILED_NOTE = (
+    "The LLM did not answer (unreachable or too slow), so these are the retrieved passages, not a written "
+    "answer: answer from them and cite their filenames. lightrag_health_check shows the LLM's state."
+)
 NO_RESULTS_NOTE = (
     "NO_RESULTS_FOUND: nothing relevant is in this knowledge base. Rephrase the question, "
     "or upload documents that cover it (upload_to_lightrag)."
@@ -79,11 +83,32 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
     except ValueError as exc:  # LightRAG's own query validation (too short, empty after cleaning)
         raise RagError(ErrorCode.INVALID_PARAMETER, f"The query was refused: {str(exc)[:200]}") from None
     data = raw.get("data") or {}
-    answer = await _answer(ctx, raw.get("llm_response") or {}) if with_llm else None
+    llm_failed = False
+    answer = None
+    if with_llm:
+        try:
+            answer = await _answer(ctx, raw.get("llm_response") or {})
+        except RagError as exc:
+            if exc.code != ErrorCode.PROCESSING_FAILED:
+                raise
+            llm_failed = True  # retrieval may still have worked: answer with the passages
     sources = await _sources(ws, query, data.get("chunks") or [], float(args.get("cosine_threshold", 0.0)))
     found = bool(sources or data.get("entities") or data.get("relationships") or answer)
+    if llm_failed:
+        if not sources:
+            raise RagError(
+                ErrorCode.PROCESSING_FAILED,
+                f"The LLM did not answer, and mode '{mode}' needs it (keywords and the answer).",
+                suggested_action="Retry later, or use mode 'naive', which retrieves passages without the LLM; "
+                "lightrag_health_check with check_dependencies shows the LLM's state.",
+                retryable=True,
+            )
+        with_llm = False
     notes: list[str] = []
-    if not found:
+    if llm_failed:
+        status = "context_only"
+        notes.append(LLM_FAILED_NOTE)
+    elif not found:
         status = "no_results"
         notes.append(NO_RESULTS_NOTE)
     elif with_llm:

@@ -233,15 +233,28 @@ def run_worker(fds: ProtocolFds) -> None:
         settings = load_settings()
     except ConfigError as exc:
         log.error("configuration error: %s", exc)
-        sys.exit(2)
+        sys.exit(m.EXIT_CONFIGURATION)
     from rag_worker.handlers import HANDLERS
 
     server = WorkerServer(fds, settings, HANDLERS)
+    code = 0
     try:
         anyio.run(server.serve, backend="asyncio")
     except KeyboardInterrupt:
         pass
+    except BaseException as exc:  # start-up failures the front should be able to name
+        from rag_worker.engine import DataDirUnwritable
+
+        if not any(isinstance(e, DataDirUnwritable) for e in _leaves(exc)):
+            raise
+        code = m.EXIT_DATA_DIR
     # Skip interpreter teardown: library threads (onnxruntime, LightRAG workers) can stall it.
     logging.shutdown()
-    os._exit(0)
+    os._exit(code)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
 

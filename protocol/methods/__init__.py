@@ -44,6 +44,14 @@ PROGRESS = "$/progress"
 BLOCKING = "worker/blocking"
 MAX_BLOCKING_LEASE_S = 120.0
 
+# Why a worker exited at start-up, by exit code (the front puts it in health and logs).
+EXIT_CONFIGURATION = 2
+EXIT_DATA_DIR = 3
+EXIT_REASONS = {
+    EXIT_CONFIGURATION: "the worker refused its configuration (see the server log)",
+    EXIT_DATA_DIR: "the worker cannot write its data directory (disk full or no permission)",
+}
+
 METHODS: dict[str, MethodSpec] = {
     spec.name: spec
     for spec in (
@@ -80,6 +88,9 @@ __all__ = [
     "DEBUG",
     "DELETE_DOCUMENTS",
     "ENTITY_RELATIONSHIPS",
+    "EXIT_CONFIGURATION",
+    "EXIT_DATA_DIR",
+    "EXIT_REASONS",
     "GET_GRAPH",
     "GET_STATUS",
     "HEALTH",

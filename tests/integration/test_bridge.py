@@ -128,14 +128,25 @@ async def test_cpu_work_in_threads_leaves_pings_answered(home: Path) -> None:
         assert health["components"]["worker"]["pid"] == pid and health["components"]["worker"]["restarts"] == 0
 
 
-def test_bad_configuration_stops_the_front_with_one_line(home: Path) -> None:
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"LIGHTRAG_MCP_TOOLS": "lightrag_health_check,nope"}, "LIGHTRAG_MCP_TOOLS"),
+        ({"WORKING_DIR": "{home}/a-file/data"}, "WORKING_DIR"),  # not writable: a file is in the way
+        ({"LIGHTRAG_KV_STORAGE": "PGKVStorage"}, "POSTGRES_USER"),
+        ({"LIGHTRAG_VECTOR_STORAGE": "MilvusVectorDBStorage", "MILVUS_URI": "http://127.0.0.1:9"}, "MILVUS_URI"),
+    ],
+    ids=["tools", "data-dir", "storage-variables", "storage-unreachable"],
+)
+def test_bad_configuration_stops_the_front_with_one_line(home: Path, env: dict[str, str], named: str) -> None:
     import subprocess
 
     from tests.conftest import PYTHON, client_env
 
+    (home / "a-file").write_text("not a directory")
     done = subprocess.run(
         [PYTHON, "-m", "mcp_front"],
-        env=client_env(home, LIGHTRAG_MCP_TOOLS="lightrag_health_check,nope"),
+        env=client_env(home, **{key: value.format(home=home) for key, value in env.items()}),
         cwd=home,
         capture_output=True,
         timeout=60,
@@ -143,7 +154,7 @@ def test_bad_configuration_stops_the_front_with_one_line(home: Path) -> None:
     )
     assert done.returncode == 2 and done.stdout == b""
     lines = done.stderr.decode().strip().splitlines()
-    assert len(lines) == 1 and "LIGHTRAG_MCP_TOOLS" in lines[0]
+    assert len(lines) == 1 and named in lines[0], lines
 
 
 async def test_health_with_dependencies_opens_the_callers_lightrag_offline(home: Path) -> None:
@@ -161,3 +172,24 @@ async def test_health_with_dependencies_opens_the_callers_lightrag_offline(home:
         assert workspace["embedding_dim"] == 384
         assert any("LLM_BINDING" in note for note in health["notes"])  # says how to get answers
         assert (home / ".local/share/lightrag-mcp/default").is_dir()
+
+
+async def test_storage_fallback_is_opt_in_loud_and_serves_new_knowledge_bases_locally(home: Path) -> None:
+    import base64
+
+    env = {
+        "LIGHTRAG_VECTOR_STORAGE": "MilvusVectorDBStorage",
+        "MILVUS_URI": "http://127.0.0.1:9",  # nothing listens there
+        "LIGHTRAG_MCP_STORAGE_FALLBACK": "true",
+    }
+    async with running_server(home, **env) as client:
+        health = await client.wait_ready()
+        assert health["status"] == "degraded", health
+        assert any("STORAGE FALLBACK" in note for note in health["notes"])
+        upload = await client.call(
+            "upload_to_lightrag",
+            {"filename": "kiwi.md", "content": base64.b64encode(b"# Kiwi\n\nThe KIWI-3 rover maps caves.").decode()},
+        )
+        assert not upload.is_error and upload.structured_content["status"] == "processed"
+    marker = next(home.rglob("storage.json"))
+    assert '"fallback": true' in marker.read_text()  # it stays local, never split across stores

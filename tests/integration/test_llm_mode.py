@@ -94,7 +94,7 @@ async def test_an_unreachable_llm_fails_indexing_with_a_reason(home: Path, fake:
         fake.down()
         result = await client.call("upload_to_lightrag", upload_args("owl.md", "# Owl\n\nThe OWL-5 sensor measures humidity in Lima."))
         data = result.structured_content
-        assert data["status"] == "failed" and data["error"]
+        assert data["status"] == "failed" and "LLM" in data["error"] and "chunk" not in data["error"], data
         fake.up()
         again = await client.call("upload_to_lightrag", upload_args("owl.md", "# Owl\n\nThe OWL-5 sensor measures humidity in Lima."))
         assert again.structured_content["status"] == "processed", again.content
