@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,6 +24,10 @@ log = logging.getLogger("mcp_front.wire")
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+# The id of a line that is not valid JSON, read only where clients put it: first, or right
+# after "jsonrpc" (the SDKs serialise in that order).  Anywhere else it could be an "id"
+# inside params, and answering that id would complete some other request of the client.
+_LEADING_ID = re.compile(r'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")\s*,')
 
 
 def unreadable_line_error(exc: Exception) -> types.JSONRPCError | None:
@@ -38,10 +43,22 @@ def unreadable_line_error(exc: Exception) -> types.JSONRPCError | None:
         code, message = PARSE_ERROR, "Parse error: the line is not valid JSON (UTF-8, one message per line)."
     else:
         code, message = INVALID_REQUEST, "Invalid Request: the line is not a JSON-RPC 2.0 message this server accepts."
-    request_id = parsed.get("id") if isinstance(parsed, dict) else None
+    request_id = parsed.get("id") if isinstance(parsed, dict) else _leading_id(errors)
     if isinstance(request_id, bool) or not isinstance(request_id, int | str) or len(str(request_id)) > 200:
         request_id = None
     return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+
+
+def _leading_id(errors: list[dict[str, Any]]) -> int | str | None:
+    raw = next((e.get("input") for e in errors if isinstance(e.get("input"), str | bytes)), None)
+    if raw is None:
+        return None
+    head = raw[:1000].decode("utf-8", "replace") if isinstance(raw, bytes) else raw[:1000]
+    found = _LEADING_ID.match(head)
+    if found is None:
+        return None
+    token = found.group(1)
+    return token[1:-1] if token.startswith('"') else int(token)
 
 
 @contextlib.asynccontextmanager

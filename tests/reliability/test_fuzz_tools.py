@@ -507,8 +507,7 @@ def raw_cases() -> list[tuple[str, str, str]]:
 
 
 # Lines the SDK's JSON reader refuses (nesting over its limit, lone surrogate escapes): the
-# SDK drops them without an answer. test_protocol_abuse holds the (expected-to-fail) check
-# that they get one; here they only must not hurt the server.
+# front answers them with a parse error under their id (mcp_front.wire) and stays healthy.
 UNPARSEABLE = [
     ("deep", f'{{"query": "abc", "nested": {nested_json(300, "object")}}}'),
     ("deep", f'{{"query": "abc", "nested": {nested_json(5_000, "array")}}}'),
@@ -581,6 +580,7 @@ async def test_raw_lines_with_values_the_sdk_cannot_send_are_answered(home: Path
         )
         assert server.alive() and not server.bad_lines
         assert worker["restarts"] == 0 and worker["pid"] == worker_pid, worker
+        assert dropped == 0, f"{dropped} unparseable lines got no answer under their id"
         assert not problems, "\n".join(problems[:20])
         answer = await server.call_tool("query_lightrag", {"query": "Who led the ZEBRA-7741 project?"})
         assert answer is not None and not answer["result"].get("isError"), answer  # an empty base: a normal result

@@ -299,7 +299,7 @@ async def test_abusive_lines_are_answered_or_ignored_and_the_front_keeps_serving
 # (-32700 Parse error / -32600 Invalid Request, id null when it cannot be read).
 MUST_BE_ANSWERED = [
     ("not json", "{not json", None),
-    ("truncated request", '{"jsonrpc": "2.0", "id": 971, "method": "tools/list"', None),
+    ("truncated request", '{"jsonrpc": "2.0", "id": 971, "method": "tools/list"', 971),
     (
         "lone surrogate escape",
         '{"jsonrpc": "2.0", "id": 972, "method": "tools/call", "params": '

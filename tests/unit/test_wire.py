@@ -18,7 +18,8 @@ def error_for(line: str) -> types.JSONRPCError | None:
     ("line", "code", "request_id"),
     [
         ("{not json", PARSE_ERROR, None),
-        ('{"jsonrpc": "2.0", "id": 7, "method": "tools/list"', PARSE_ERROR, None),  # truncated: id unknowable
+        ('{"jsonrpc": "2.0", "id": 7, "method": "tools/list"', PARSE_ERROR, 7),  # truncated: the leading id is read
+        ('{"jsonrpc": "2.0", "method": "x", "params": {"id": 5, "q": "\\ud800"}}', PARSE_ERROR, None),  # an id in params is not the request's
         ('{"jsonrpc": "2.0", "id": 8, "method": 42}', INVALID_REQUEST, 8),
         ('{"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": [1, 2]}', INVALID_REQUEST, "a"),
         ('{"jsonrpc": "1.0", "id": 9, "method": "x"}', INVALID_REQUEST, 9),
