@@ -92,13 +92,18 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
             if exc.code != ErrorCode.PROCESSING_FAILED:
                 raise
             llm_failed = True  # retrieval may still have worked: answer with the passages
+    if llm_failed and mode == "naive" and not data.get("chunks"):
+        # LightRAG drops the retrieved passages when the answer fails; naive retrieval needs no LLM.
+        raw = await ws.rag.aquery_data(query, query_param(args, stream=False, with_llm=False))
+        data = raw.get("data") or {}
     sources = await _sources(ws, query, data.get("chunks") or [], float(args.get("cosine_threshold", 0.0)))
     found = bool(sources or data.get("entities") or data.get("relationships") or answer)
     if llm_failed:
         if not sources:
+            needs = "to find keywords" if mode != "naive" else "and no passage matched without it"
             raise RagError(
                 ErrorCode.PROCESSING_FAILED,
-                f"The LLM did not answer, and mode '{mode}' needs it (keywords and the answer).",
+                f"The LLM did not answer (unreachable or too slow); mode '{mode}' needs it {needs}.",
                 suggested_action="Retry later, or use mode 'naive', which retrieves passages without the LLM; "
                 "lightrag_health_check with check_dependencies shows the LLM's state.",
                 retryable=True,

@@ -114,3 +114,17 @@ def test_bad_llm_configuration_stops_the_front_with_one_line(home: Path) -> None
     )
     assert done.returncode == 2 and b"LLM_BINDING" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert error_of is not None
+
+
+async def test_with_the_llm_down_naive_queries_still_return_the_passages(home: Path, fake: FakeLLMServer) -> None:
+    local_embeddings = {k: v for k, v in llm_env(fake).items() if not k.startswith("EMBEDDING")}
+    async with running_server(home, **local_embeddings, LLM_TIMEOUT="1") as client:
+        result = await client.call("upload_to_lightrag", upload_args("owl.md", "# Owl\n\nThe OWL-5 sensor measures humidity in Lima."))
+        assert result.structured_content["status"] == "processed"
+        fake.down()
+        naive = await client.call("lightrag_query", {"query": "What does the OWL-5 sensor measure?", "mode": "naive"})
+        assert not naive.is_error and naive.structured_content["status"] == "context_only"
+        assert naive.structured_content["sources"][0]["filename"] == "owl.md"
+        assert any("LLM did not answer" in note for note in naive.structured_content["notes"])
+        local = error_of(await client.call("lightrag_query", {"query": "What does the OWL-5 sensor measure?", "mode": "local"}))
+        assert local["error_code"] == "PROCESSING_FAILED" and "naive" in local["suggested_action"]
