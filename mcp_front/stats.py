@@ -16,12 +16,11 @@ from typing import Any
 
 from protocol import RagError
 from protocol import methods as m
-from protocol.reporting import iso, percentiles, resolve_time_range
+from protocol.reporting import iso, percentiles, stats_request
 
 RING_SIZE = 50_000
 QUERY_TOOLS = frozenset({"lightrag_query", "lightrag_stream_query", "query_lightrag"})
 WORKER_CATEGORIES = {"documents", "storage", "memory", "audit"}
-DEFAULT_CATEGORIES = ("queries", "documents", "performance", "memory", "storage", "restarts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,17 +146,7 @@ async def system_stats(
     front_started: float,
 ) -> dict[str, Any]:
     """The front's numbers for the caller's workspace, merged with the worker's share."""
-    try:
-        start, end = resolve_time_range(arguments.get("time_range"))
-    except ValueError:
-        from protocol import ErrorCode
-
-        raise RagError(
-            ErrorCode.INVALID_PARAMETER,
-            "time_range must be last_hour, last_day, last_week, last_month, all, or {start, end} as ISO 8601 "
-            "times with start before end.",
-        ) from None
-    categories = set(arguments.get("stat_categories") or DEFAULT_CATEGORIES)
+    start, end, categories = stats_request(arguments)
     records = stats.window(workspace, start, end)
     span = end - max(start if start is not None else front_started, front_started)
     result: dict[str, Any] = {"time_range": {"start": iso(start), "end": iso(end)}, "notes": []}

@@ -23,6 +23,25 @@ def parse_instant(text: str | None) -> float | None:
     return value.timestamp()
 
 
+# What lightrag_get_system_stats reports when stat_categories is not given.
+DEFAULT_STAT_CATEGORIES = ("queries", "documents", "performance", "memory", "storage", "restarts")
+
+
+def stats_request(arguments: dict[str, Any]) -> tuple[float | None, float, set[str]]:
+    """(start, end, categories) of a lightrag_get_system_stats call, or INVALID_PARAMETER."""
+    from protocol.errors import ErrorCode, RagError
+
+    try:
+        start, end = resolve_time_range(arguments.get("time_range"))
+    except ValueError:
+        raise RagError(
+            ErrorCode.INVALID_PARAMETER,
+            "time_range must be last_hour, last_day, last_week, last_month, all, or {start, end} as ISO 8601 "
+            "times with start before end.",
+        ) from None
+    return start, end, set(arguments.get("stat_categories") or DEFAULT_STAT_CATEGORIES)
+
+
 def resolve_time_range(value: Any, now: float | None = None) -> tuple[float | None, float]:
     """(start, end) in epoch seconds; start None means from the beginning.
 

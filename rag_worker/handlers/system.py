@@ -245,25 +245,16 @@ async def clear_cache(ctx: RequestContext, args: dict[str, Any]) -> dict[str, An
     }
 
 
-DEFAULT_STAT_CATEGORIES = ("queries", "documents", "performance", "memory", "storage", "restarts")
 
 
 async def system_stats(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_get_system_stats`, the worker's share: documents, storage, worker memory and
     the audit log of the caller's workspace (the front adds call statistics and restarts)."""
-    from protocol.reporting import iso, resolve_time_range
+    from protocol.reporting import iso, stats_request
     from rag_worker.diagnostics import directory_usage, document_stats, read_audit
     from rag_worker.limits import document_usage, quota_limits
 
-    try:
-        start, end = resolve_time_range(args.get("time_range"))
-    except ValueError:
-        raise RagError(
-            ErrorCode.INVALID_PARAMETER,
-            "time_range must be last_hour, last_day, last_week, last_month, all, or {start, end} as ISO 8601 "
-            "times with start before end.",
-        ) from None
-    categories = set(args.get("stat_categories") or DEFAULT_STAT_CATEGORIES)
+    start, end, categories = stats_request(args)
     ws = await ctx.state.engines.get(ctx.workspace)
     directory = ctx.state.engines.workspace_dir(ws.name)
     result: dict[str, Any] = {"time_range": {"start": iso(start), "end": iso(end)}}
