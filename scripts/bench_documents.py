@@ -18,7 +18,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -85,18 +84,6 @@ async def populate(ws: Any, count: int) -> None:
     await ws.rag.doc_status.upsert(rows)
 
 
-def spawner(group: anyio.abc.TaskGroup) -> Callable[[Callable[[], Awaitable[None]]], None]:
-    """What the worker server hands to warm_up: start background work (indexing) in `group`."""
-
-    def spawn(job: Callable[[], Awaitable[None]]) -> None:
-        async def run() -> None:
-            await job()
-
-        group.start_soon(run)
-
-    return spawn
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=3000)
@@ -112,7 +99,7 @@ async def main() -> None:
 
         state = WorkerState(load_settings({"WORKING_DIR": data_dir}), anyio.CapacityLimiter(4), ignore, ignore)
         async with anyio.create_task_group() as background:
-            await state.warm_up(spawner(background))
+            await state.warm_up(background.start_soon)  # as the worker server does
             ctx = RequestContext(state, 1, workspace="bench_documents")
             ws = await state.engines.get(ctx.workspace)
             began = time.perf_counter()

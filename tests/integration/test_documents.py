@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -264,18 +264,6 @@ async def test_deleting_while_indexing_runs_is_refused_clearly_and_works_afterwa
         assert (await listing(client))["statistics"]["total_documents"] == 0
 
 
-def spawner(group: anyio.abc.TaskGroup) -> Callable[[Callable[[], Awaitable[None]]], None]:
-    """What the worker server hands to warm_up: start background work (indexing) in `group`."""
-
-    def spawn(job: Callable[[], Awaitable[None]]) -> None:
-        async def run() -> None:
-            await job()
-
-        group.start_soon(run)
-
-    return spawn
-
-
 @contextlib.asynccontextmanager
 async def in_process_worker(data_dir: Path, workspace: str, wait_seconds: str) -> AsyncIterator[Any]:
     """The worker's own state and handlers in this process (real LightRAG), for situations the
@@ -289,7 +277,7 @@ async def in_process_worker(data_dir: Path, workspace: str, wait_seconds: str) -
     settings = load_settings({"WORKING_DIR": str(data_dir), "LIGHTRAG_MCP_WAIT_SECONDS": wait_seconds})
     state = WorkerState(settings, anyio.CapacityLimiter(2), ignore, ignore)
     async with anyio.create_task_group() as background:
-        await state.warm_up(spawner(background))
+        await state.warm_up(background.start_soon)  # as the worker server does
         try:
             yield RequestContext(state, 1, workspace=workspace)
         finally:
