@@ -183,6 +183,7 @@ class WorkerSupervisor:
                 reason = worker.exit_reason or "the worker exited"
                 if self._stopping:
                     return "stopped"
+                log.warning("worker pid %s stopped: %s", worker.pid, reason)
                 self.last_failure = reason
                 worker.kill(reason)
                 return "failed"

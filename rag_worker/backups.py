@@ -9,7 +9,6 @@ only ever see the file's name relative to the workspace, never a server path.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +19,7 @@ import orjson
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
 from rag_worker.deletion import Contribution
+from rag_worker.durable import write_atomic
 from rag_worker.engine import Workspace
 
 log = logging.getLogger("rag_worker.backups")
@@ -62,16 +62,7 @@ async def document_backup(ws: Workspace, found: Contribution) -> dict[str, Any]:
 def _write(path: Path, payload: dict[str, Any]) -> int:
     """Serialize and write atomically (temp file, fsync, rename); returns the size in bytes."""
     data = orjson.dumps(payload, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".json.tmp")
-    try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    write_atomic(path, data)
     return len(data)
 
 

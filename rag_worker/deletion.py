@@ -62,10 +62,13 @@ async def remove_document(ws: Workspace, doc_id: str, *, deadline: float, on_wai
     fail (stopped part-way; LightRAG recorded where, so a retry finishes it)."""
     while True:
         with anyio.CancelScope(shield=True):
+            ws.deletes.begin(doc_id)  # a worker killed from here on has the delete finished on reopen
             result = await ws.rag.adelete_by_doc_id(doc_id, delete_llm_cache=False)
             status = str(getattr(result, "status", "fail"))
             if status in {"success", "not_found"}:
                 await ws.catalog.delete(doc_id)
+            if status != "fail":  # a failed delete stays written down: LightRAG finishes it on a retry
+                ws.deletes.end(doc_id)
         message = str(getattr(result, "message", ""))
         if status in {"success", "not_found"}:
             return Removed(status, message)
@@ -78,6 +81,17 @@ async def remove_document(ws: Workspace, doc_id: str, *, deadline: float, on_wai
         if on_wait is not None:
             await on_wait(doc_id)
         await anyio.sleep(POLL_SECONDS)
+
+
+async def finish_interrupted_deletes(ws: Workspace) -> None:
+    """Finish the deletes a killed worker left in the workspace's journal (at open, under
+    `ws.ingest_lock`, before any call reads the workspace)."""
+    for doc_id in ws.deletes.pending():
+        removed = await remove_document(ws, doc_id, deadline=time.monotonic() + DELETE_WAIT_SECONDS)
+        if removed.status in {"success", "not_found"}:
+            log.info("workspace %s: finished the interrupted delete of %s", ws.name, doc_id)
+        else:
+            log.error("workspace %s: the interrupted delete of %s did not finish (%s): %s", ws.name, doc_id, removed.status, removed.message)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import json
 import logging
 import os
@@ -25,6 +26,7 @@ import anyio
 from protocol import ErrorCode, RagError
 from protocol.settings import Settings
 from protocol.storage_config import LOCAL_STORAGES, StorageSet
+from rag_worker.delete_journal import DeleteJournal
 from rag_worker.documents import DocumentCatalog
 from rag_worker.storage_placement import StoragePlacement
 
@@ -51,7 +53,33 @@ def import_lightrag() -> str:
     from lightrag import LightRAG  # noqa: F401
 
     _route_lightrag_logs()
+    _graph_saves_through_memory()
     return str(lightrag.__version__)
+
+
+def _graph_saves_through_memory() -> None:
+    """LightRAG saves the NetworkX graph with `networkx.write_graphml`, which streams lxml's
+    writer straight into the file.  When that file write fails (a full disk), lxml is left
+    with a broken writer that segfaults the worker when the garbage collector frees it
+    later (seen under the disk-full fault test).  Serialize into memory instead and write
+    the bytes ourselves: a failed write is then a plain OSError, which LightRAG reports."""
+    import networkx
+    from networkx.readwrite import graphml
+
+    if getattr(networkx.write_graphml, "through_memory", False):
+        return
+
+    def write_graphml(graph: Any, path: Any, **options: Any) -> None:
+        buffer = io.BytesIO()
+        graphml.write_graphml_lxml(graph, buffer, **options)
+        if isinstance(path, str | os.PathLike):
+            with open(path, "wb") as handle:
+                handle.write(buffer.getbuffer())
+        else:
+            path.write(buffer.getbuffer())
+
+    write_graphml.through_memory = True  # type: ignore[attr-defined]
+    networkx.write_graphml = write_graphml
 
 
 def _route_lightrag_logs() -> None:
@@ -80,6 +108,7 @@ class Workspace:
     catalog: DocumentCatalog
     lock_fd: int
     components: dict[str, Any]
+    deletes: DeleteJournal
     storages: StorageSet = LOCAL_STORAGES
     on_fallback: bool = False  # created on local files while a configured server was down
     ingest_lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -126,7 +155,22 @@ async def new_lightrag(
         **{**lightrag_kwargs(components), **overrides},
     )
     await rag.initialize_storages()
+    rag._query_done = _query_done_best_effort(rag)
     return rag
+
+
+def _query_done_best_effort(rag: Any) -> Callable[[], Awaitable[None]]:
+    """LightRAG ends every query by saving its LLM cache, which holds only extraction results
+    here (the answer cache is off): when that save fails (a full disk) the query's answer
+    still goes back, and the cache stays in memory for the next save that succeeds."""
+
+    async def query_done() -> None:
+        try:
+            await rag.llm_response_cache.index_done_callback()
+        except Exception as exc:
+            log.warning("the LLM cache could not be saved after a query, which still answers: %s", exc)
+
+    return query_done
 
 
 class DataDirUnwritable(Exception):
@@ -186,6 +230,7 @@ class EngineRegistry:
             entry = self._open.get(workspace)
             if entry is None:
                 entry = await self._open_workspace(workspace)
+                await self._finish_interrupted_deletes(entry)
                 self._open[workspace] = entry
                 await self._evict_beyond(MAX_OPEN_WORKSPACES)
                 await self._resume_unfinished(entry)
@@ -213,7 +258,8 @@ class EngineRegistry:
             os.close(lock_fd)
             raise
         log.info("opened workspace %s on %s%s", workspace, storages.describe(), " (fallback)" if fallback else "")
-        return Workspace(workspace, rag, catalog, lock_fd, components, storages, fallback)
+        deletes = DeleteJournal(self.workspace_dir(workspace))
+        return Workspace(workspace, rag, catalog, lock_fd, components, deletes, storages, fallback)
 
     def _check_embedding_model(self, workspace: str, components: dict[str, Any]) -> None:
         """Never mix vectors of two embedding models in one local index (SPEC §6)."""
@@ -233,6 +279,14 @@ class EngineRegistry:
                 )
         else:
             marker.write_text(json.dumps({"model_id": model_id}))
+
+    async def _finish_interrupted_deletes(self, entry: Workspace) -> None:
+        """Durability: deletes a previous worker started are finished before anything reads."""
+        if entry.deletes.pending():
+            from rag_worker.deletion import finish_interrupted_deletes  # deletion builds on this module
+
+            async with entry.ingest_lock:
+                await finish_interrupted_deletes(entry)
 
     async def _resume_unfinished(self, entry: Workspace) -> None:
         """Durability: documents a previous worker left unfinished are processed again."""

@@ -10,7 +10,6 @@ workspace's lock file, whatever storage backend holds the knowledge base.
 from __future__ import annotations
 
 import contextlib
-import os
 import secrets
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -18,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from rag_worker.durable import write_atomic
 
 JOB_STATES = ("queued", "processing", "completed", "failed", "cancelled")
 FINISHED_JOB_STATES = frozenset({"completed", "failed", "cancelled"})
@@ -136,14 +137,7 @@ class JobStore:
 
     def save(self, job: Job) -> None:
         job.updated_at = now_iso()
-        self.directory.mkdir(parents=True, exist_ok=True)
-        target = self.path(job.id)
-        temporary = target.with_suffix(".tmp")
-        with open(temporary, "wb") as handle:
-            handle.write(job.to_json())
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
+        write_atomic(self.path(job.id), job.to_json())
 
     def load(self, job_id: str) -> Job | None:
         try:

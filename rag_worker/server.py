@@ -9,6 +9,7 @@ supervisor counts the worker as hung.  CPU-bound work goes to threads through
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import logging
 import os
 import sys
@@ -229,6 +230,7 @@ class WorkerServer:
 def run_worker(fds: ProtocolFds) -> None:
     """Process entry: configure logging, build the server, serve until the pipe closes."""
     setup_logging("rag_worker")
+    faulthandler.enable()  # a crash in native code (a parser, a driver) leaves its Python stacks in the log
     try:
         settings = load_settings()
     except ConfigError as exc:

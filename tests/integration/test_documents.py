@@ -316,3 +316,39 @@ async def test_a_delete_that_arrives_while_indexing_runs_waits_for_it_then_delet
         assert result["cascade_deletions"]["chunks_deleted"] > 0  # it was indexed before it was deleted
         assert result["cascade_deletions"]["entities_deleted"] > 0
         assert await ws.rag.doc_status.get_by_id("doc-busy") is None
+
+
+async def test_a_delete_cut_short_by_a_killed_worker_is_finished_when_the_workspace_reopens(home: Path) -> None:
+    """What a SIGKILL in the middle of LightRAG's final save leaves: the delete written down in
+    the workspace's journal, the document's passages already gone from one store, its status
+    still 'processed'.  The next worker finishes that delete before any call reads the
+    workspace: the document is gone everywhere, the other document is untouched and found."""
+    from rag_worker.delete_journal import DeleteJournal
+
+    data_dir = home / "data"
+    async with running_server(home, WORKING_DIR=str(data_dir)) as client:
+        reactor = await insert(client, "reactor.txt", REACTOR)
+        zebra = await insert(client, "zebra.txt", ZEBRA)
+    workspace = data_dir / "default"
+    statuses = json.loads((workspace / "kv_store_doc_status.json").read_text())
+    reactor_chunks = statuses[reactor["document_id"]]["chunks_list"]
+    chunks_file = workspace / "kv_store_text_chunks.json"
+    chunks = json.loads(chunks_file.read_text())
+    assert set(reactor_chunks) <= set(chunks)
+    chunks_file.write_text(json.dumps({key: value for key, value in chunks.items() if key not in reactor_chunks}))
+    DeleteJournal(workspace).begin(reactor["document_id"])
+
+    async with running_server(home, WORKING_DIR=str(data_dir)) as client:
+        listed = await listing(client)
+        assert [d["id"] for d in listed["documents"]] == [zebra["document_id"]]
+        assert DeleteJournal(workspace).pending() == []
+        gone = error_of(await client.call("lightrag_delete_documents", {"document_ids": [reactor["document_id"]]}))
+        assert gone["error_code"] == "DOCUMENT_NOT_FOUND"
+        after = await entities_for(client, "QUASAR-5521 reactor, Helena Vargas, Lisbon")
+        assert "QUASAR-5521" not in after and "ZEBRA-7741" in after["Helena Vargas"]
+        found = data_of(await client.call("lightrag_query", {"query": "Who led the ZEBRA-7741 project?", "mode": "naive"}))
+        assert any(source["filename"] == "zebra.txt" for source in found["sources"])
+
+        again = await insert(client, "reactor.txt", REACTOR)  # the same content indexes afresh
+        assert again["document_id"] == reactor["document_id"]
+        assert "QUASAR-5521" in await entities_for(client, "QUASAR-5521 reactor, Helena Vargas, Lisbon")
