@@ -67,13 +67,13 @@ async def remove_document(ws: Workspace, doc_id: str, *, deadline: float, on_wai
             status = str(getattr(result, "status", "fail"))
             if status in {"success", "not_found"}:
                 await ws.catalog.delete(doc_id)
-            if status != "fail":  # a failed delete stays written down: LightRAG finishes it on a retry
+            refused = status == "fail" and getattr(result, "status_code", 500) == 409  # nothing was deleted
+            if status != "fail" or refused:  # a delete that failed part-way stays written down: a retry finishes it
                 ws.deletes.end(doc_id)
         message = str(getattr(result, "message", ""))
         if status in {"success", "not_found"}:
             return Removed(status, message)
         if status != "not_allowed":
-            refused = getattr(result, "status_code", 500) == 409
             log.warning("deleting %s failed (%s): %s", doc_id, status, message)
             return Removed("refused" if refused else "fail", message)
         if time.monotonic() >= deadline:
