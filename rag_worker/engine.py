@@ -285,8 +285,11 @@ class EngineRegistry:
         if entry.deletes.pending():
             from rag_worker.deletion import finish_interrupted_deletes  # deletion builds on this module
 
-            async with entry.ingest_lock:
-                await finish_interrupted_deletes(entry)
+            try:
+                async with entry.ingest_lock:
+                    await finish_interrupted_deletes(entry)
+            except Exception:  # the workspace still opens; the journal keeps the ids for the next opening
+                log.exception("workspace %s: finishing interrupted deletes failed", entry.name)
 
     async def _resume_unfinished(self, entry: Workspace) -> None:
         """Durability: documents a previous worker left unfinished are processed again."""
