@@ -38,7 +38,14 @@ from protocol import ErrorCode, RagError
 from protocol import methods as m
 from protocol.bindings_config import validate_binding_settings
 from protocol.logs import correlation_id, setup_logging
-from protocol.settings import ConfigError, Settings, env_example, load_settings, settings_markdown
+from protocol.settings import (
+    ConfigError,
+    Settings,
+    env_example,
+    load_settings,
+    settings_markdown,
+    unwritable_reason,
+)
 from protocol.storage_config import INTERACTIVE_DRIVER_DEFAULTS, probe_servers, resolve_storages, server_addresses
 
 log = logging.getLogger("mcp_front")
@@ -232,14 +239,9 @@ def build_server(settings: Settings) -> tuple[Server[Any], FrontApp]:
 
 def check_data_dir(settings: Settings) -> None:
     """The data directory (WORKING_DIR) can be created and written, or one line says why not."""
-    run_dir = Path(settings.data_dir) / "run"
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        probe = run_dir / f".front-probe-{os.getpid()}"
-        probe.write_bytes(b"ok")
-        probe.unlink()
-    except OSError as exc:
-        raise ConfigError(f"WORKING_DIR={settings.data_dir!r} is not writable: {exc.strerror or type(exc).__name__}") from None
+    reason = unwritable_reason(Path(settings.data_dir) / "run", f".front-probe-{os.getpid()}")
+    if reason is not None:
+        raise ConfigError(f"WORKING_DIR={settings.data_dir!r} is not writable: {reason}")
 
 
 def check_storages(settings: Settings) -> None:

@@ -9,6 +9,7 @@ but their deeper validation belongs to the worker's engine.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -80,6 +81,21 @@ def _log_level(name: str, raw: str) -> str:
 def default_data_dir() -> str:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return str(Path(base) / "lightrag-mcp")
+
+
+def unwritable_reason(directory: Path, probe_name: str) -> str | None:
+    """Why `directory` cannot be created and written to (None when it can): a probe file
+    named `probe_name` is written and removed.  Both processes check WORKING_DIR this way."""
+    probe = directory / probe_name
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            probe.unlink()
+        return exc.strerror or type(exc).__name__
+    return None
 
 
 SETTINGS: tuple[Setting, ...] = (

@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 
 from protocol import ErrorCode, RagError
-from protocol.settings import Settings
+from protocol.settings import Settings, unwritable_reason
 from protocol.storage_config import LOCAL_STORAGES, StorageSet
 from rag_worker.delete_journal import DeleteJournal
 from rag_worker.documents import DocumentCatalog
@@ -199,16 +199,10 @@ class EngineRegistry:
 
     def check_data_dir(self) -> None:
         """Fail start-up (not a later call) when the data directory is not writable."""
-        probe = self._root / f".write-probe-{os.getpid()}"
-        try:
-            self._root.mkdir(parents=True, exist_ok=True)
-            probe.write_bytes(b"ok")
-            probe.unlink()
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                probe.unlink()
-            log.error("the data directory is not writable: %s", exc.strerror or type(exc).__name__)
-            raise DataDirUnwritable(str(exc.strerror or exc)) from None
+        reason = unwritable_reason(self._root, f".write-probe-{os.getpid()}")
+        if reason is not None:
+            log.error("the data directory is not writable: %s", reason)
+            raise DataDirUnwritable(reason)
 
     def open_workspaces(self) -> list[str]:
         return list(self._open)

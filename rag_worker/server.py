@@ -247,16 +247,10 @@ def run_worker(fds: ProtocolFds) -> None:
     except BaseException as exc:  # start-up failures the front should be able to name
         from rag_worker.engine import DataDirUnwritable
 
-        if not any(isinstance(e, DataDirUnwritable) for e in _leaves(exc)):
+        grouped = isinstance(exc, BaseExceptionGroup) and exc.subgroup(DataDirUnwritable) is not None
+        if not (grouped or isinstance(exc, DataDirUnwritable)):
             raise
         code = m.EXIT_DATA_DIR
     # Skip interpreter teardown: library threads (onnxruntime, LightRAG workers) can stall it.
     logging.shutdown()
     os._exit(code)
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
-

@@ -245,8 +245,6 @@ async def clear_cache(ctx: RequestContext, args: dict[str, Any]) -> dict[str, An
     }
 
 
-
-
 async def system_stats(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_get_system_stats`, the worker's share: documents, storage, worker memory and
     the audit log of the caller's workspace (the front adds call statistics and restarts)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import pytest
 
@@ -27,58 +27,56 @@ from tests.backends.servers import (
 )
 
 BACKENDS = ["embedded", "postgres", "redis_milvus"]
-T = TypeVar("T")
 
 
-def start_or_fail(what: str, factory: Callable[[], T]) -> T:
+class Server(Protocol):
+    def close(self) -> None: ...
+
+
+S = TypeVar("S", bound=Server)
+
+
+def running(what: str, factory: Callable[[], S]) -> Iterator[S]:
+    """A fixture's server: started (or the test fails with the reason, or is skipped when
+    asked), yielded, and closed afterwards, also after a failure."""
     if skip_requested():
         pytest.skip(f"{SKIP_ENV} is set: the {what} backend tests are skipped")
+    server: S | None = None
     try:
-        return factory()
+        server = factory()
     except BackendUnavailable as exc:
         reason = str(exc)
-    pytest.fail(  # outside the except block: the reason once, without the exception chain
-        f"The {what} server for the backend tests is not available: {reason}\n"
-        f"Set {SKIP_ENV}=1 to skip the backend tests on a machine that cannot install it.",
-        pytrace=False,
-    )
+    if server is None:  # outside the except block: the reason once, without the exception chain
+        pytest.fail(
+            f"The {what} server for the backend tests is not available: {reason}\n"
+            f"Set {SKIP_ENV}=1 to skip the backend tests on a machine that cannot install it.",
+            pytrace=False,
+        )
+    try:
+        yield server
+    finally:
+        server.close()
 
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
-    server = start_or_fail("PostgreSQL 15 + pgvector", PostgresServer)
-    try:
-        yield server
-    finally:
-        server.close()
+    yield from running("PostgreSQL 15 + pgvector", PostgresServer)
 
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
-    server = start_or_fail("Redis", RedisServer)
-    try:
-        yield server
-    finally:
-        server.close()
+    yield from running("Redis", RedisServer)
 
 
 @pytest.fixture(scope="session")
 def milvus_server() -> Iterator[MilvusServer]:
-    server = start_or_fail("milvus-lite", MilvusServer)
-    try:
-        yield server
-    finally:
-        server.close()
+    yield from running("milvus-lite", MilvusServer)
 
 
 @pytest.fixture
 def private_postgres() -> Iterator[PostgresServer]:
     """A PostgreSQL server of the test's own (the outage test stops and restarts it)."""
-    server = start_or_fail("PostgreSQL 15 + pgvector", PostgresServer)
-    try:
-        yield server
-    finally:
-        server.close()
+    yield from running("PostgreSQL 15 + pgvector", PostgresServer)
 
 
 @dataclass
