@@ -18,13 +18,23 @@ import jsonschema
 import mcp.types as types
 
 from mcp_front.health import HEALTH_OUTPUT_SCHEMA
-from mcp_front.render import Renderer, render_json, render_query
+from mcp_front.render import Renderer, compact_renderer, render_documents, render_json, render_query
 from protocol import ErrorCode, MethodSpec, RagError
 from protocol import methods as m
 from protocol.schema import Schema
 
 INGEST_TIMEOUT = 600.0
 MAX_ERROR_DETAIL = 300
+
+# Fields (at any depth) a tool's own message already states: its text does not repeat them.
+SEARCH_STATED = ("query", "search_type", "total_matches", "pagination", "type", "degree", "score", "match_reason",
+                 "highlighted", "filename", "search_fields", "index_used")
+RELATIONSHIPS_STATED = ("pagination", "filters_applied", "by_type", "total", "name", "type", "degree", "path_length",
+                        "path", "connected_entity", "source_files", "filename", "keywords")
+GRAPH_STATED = ("statistics", "truncated", "truncation_reasons", "metadata", "label", "entity_id", "entity_type",
+                "source_id", "truncate", "created_at", "file_path", "keywords")
+DELETE_STATED = ("deleted_documents", "cascade_deletions", "chunks_deleted", "entities_deleted", "entities_rebuilt",
+                 "relationships_deleted", "relationships_rebuilt", "filename")
 
 
 @dataclass(frozen=True)
@@ -74,12 +84,8 @@ TOOLS: tuple[Tool, ...] = (
         name="upload_to_lightrag",
         title="Upload a document",
         description=(
-            "Add a document to your knowledge base: PDF, Markdown, plain text, HTML, Word (DOCX), PowerPoint "
-            "(PPTX), Excel (XLSX), CSV, JSON or source code, sent as base64 with its filename (e.g. report.pdf) "
-            "and MIME type. Identical content is not indexed twice; a new version "
-            "under the same filename replaces the old one. Returns the document id, pages, words, chunks, "
-            "entities and relations; if indexing takes longer than about 45 s it returns a track_id to poll "
-            "with lightrag_get_status."
+            "Add a file (PDF, Markdown, Office, HTML, text, code) as base64; returns its document id, or a "
+            "track_id for lightrag_get_status if indexing runs long."
         ),
         method=m.UPLOAD,
         read_only=False,
@@ -89,10 +95,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_insert_text",
         title="Insert text",
-        description=(
-            "Index a piece of text (notes, a pasted article, a transcript) under an optional title; new text "
-            "under the same title replaces the old. Use upload_to_lightrag for files."
-        ),
+        description="Index a text, e.g. notes or an article.",
         method=m.INSERT_TEXT,
         read_only=False,
         idempotent=True,
@@ -101,11 +104,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_get_status",
         title="Indexing status",
-        description=(
-            "Follow indexing: the state (pending, processing, processed, failed) of the documents of a "
-            "track_id or of document ids, with chunks, entities, relations and errors, plus the knowledge "
-            "base's counts and the pipeline's progress."
-        ),
+        description="Indexing state of a track_id, batch_id or documents, with errors.",
         method=m.GET_STATUS,
         read_only=True,
         idempotent=True,
@@ -115,9 +114,8 @@ TOOLS: tuple[Tool, ...] = (
         name="lightrag_query",
         title="Query the knowledge base",
         description=(
-            "Ask the knowledge base a question. Modes: mix (default, graph + vectors), naive, local, global, "
-            "hybrid, bypass. Returns an answer when an LLM is configured, otherwise the most relevant passages "
-            "to answer from; always with sources (filename, document id, chunk, relevance)."
+            "Answer a question from the knowledge base (with an LLM), else return the relevant passages with "
+            "their sources."
         ),
         method=m.QUERY,
         read_only=True,
@@ -128,10 +126,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_stream_query",
         title="Query with streamed answer",
-        description=(
-            "Like lightrag_query, but the answer is streamed as progress notifications while it is written; "
-            "the final result holds the whole answer and its sources."
-        ),
+        description="lightrag_query with the answer streamed as progress.",
         method=m.STREAM_QUERY,
         read_only=True,
         idempotent=True,
@@ -141,10 +136,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="query_lightrag",
         title="Search documents",
-        description=(
-            "Search your uploaded documents and get the most relevant passages with their sources. The "
-            "simple form of lightrag_query: a question and how many passages to return."
-        ),
+        description="Search your documents: returns the most relevant passages, each with its source.",
         method=m.QUERY_SIMPLE,
         read_only=True,
         idempotent=True,
@@ -155,12 +147,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_insert_file",
         title="Index files or a folder from disk",
-        description=(
-            "Index a file or a whole folder (recursively) from the server's disk, e.g. a code repository or a "
-            "documents folder. Only paths inside the allowed roots can be read (LIGHTRAG_MCP_ALLOWED_DIRS and "
-            "the client's workspace folders). Re-running it is incremental: unchanged files are skipped, "
-            "changed ones replaced, and with remove_missing, deleted files are removed from the knowledge base."
-        ),
+        description="Index a file or folder on the server's disk; re-runs skip unchanged files.",
         method=m.INSERT_FILE,
         read_only=False,
         idempotent=True,
@@ -172,9 +159,7 @@ TOOLS: tuple[Tool, ...] = (
         name="lightrag_batch_process",
         title="Index a batch",
         description=(
-            "Index many items in one call: files on the server's disk, texts, or web pages by URL. Returns "
-            "per-item results, or a batch_id to follow with lightrag_get_status when the batch takes longer "
-            "than about 45 s; a batch survives server restarts and can be cancelled."
+            "Index many files, texts or URLs at once; long batches return a batch_id for lightrag_get_status."
         ),
         method=m.BATCH_PROCESS,
         read_only=False,
@@ -184,30 +169,18 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_list_documents",
         title="List documents",
-        description=(
-            "List the documents in your knowledge base with their id, status, file type, size, chunk/entity/relation "
-            "counts, errors and metadata. Filter by status, by text in the file name, title or metadata (e.g. a tag) "
-            "and by upload date; sort and page through them (limit up to 200, then offset). Also returns counts by "
-            "status and file type for the whole knowledge base. The ids are what lightrag_delete_documents takes."
-        ),
+        description="List documents (id, name, status, counts) with filters and paging.",
         method=m.LIST_DOCUMENTS,
+        render=render_documents,
         read_only=True,
         idempotent=True,
     ),
     Tool(
         name="lightrag_delete_documents",
         title="Delete documents",
-        description=(
-            "Delete documents with their chunks and the entities and relations only they supported; shared ones are "
-            "rebuilt from the remaining documents. Ids come from lightrag_list_documents or an upload result (a file "
-            "name works too); cascade_delete=false instead refuses a document whose deletion would remove any entity "
-            "or relation. "
-            "create_backup writes a JSON backup first. Running indexing is waited for up to 30 s; a document still "
-            "indexing after that fails with DELETION_FORBIDDEN (retryable). Reports deleted ids, each failed id with "
-            "its reason, and cascade counts; the call itself fails only when every id failed for the same reason "
-            "(e.g. DOCUMENT_NOT_FOUND)."
-        ),
+        description="Delete documents with their chunks and the entities and relations only they support.",
         method=m.DELETE_DOCUMENTS,
+        render=compact_renderer(*DELETE_STATED),
         read_only=False,
         destructive=True,
         idempotent=True,
@@ -217,13 +190,11 @@ TOOLS: tuple[Tool, ...] = (
         name="lightrag_get_graph",
         title="Knowledge graph",
         description=(
-            "Get the knowledge graph, or the part around an entity (entity / label_filter), an entity type, or "
-            "the entities a question is about (query), as JSON or exported as GraphML, GEXF, Cypher or a Mermaid "
-            "diagram, with statistics (node/edge types, density, clustering). Large exports are saved as a file "
-            "on the server and summarised. lightrag_visualize_subgraph gives a chat-sized Mermaid diagram around "
-            "an entity or a query's entities."
+            "The knowledge graph or the part around an entity, type or question, as JSON, GraphML, GEXF, Cypher "
+            "or Mermaid."
         ),
         method=m.GET_GRAPH,
+        render=compact_renderer(*GRAPH_STATED),
         read_only=True,
         idempotent=True,
         aliases=("lightrag_visualize_subgraph",),
@@ -235,25 +206,18 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_search_entities",
         title="Search entities",
-        description=(
-            "Find entities (people, organisations, concepts, code symbols, ...) in the knowledge graph by name: "
-            "exact, fuzzy (typo-tolerant), semantic (by meaning) or regex; filter by entity type. Returns "
-            "ranked matches with scores and why they matched."
-        ),
+        description="Find knowledge-graph entities by name (exact, fuzzy, regex) or meaning (semantic).",
         method=m.SEARCH_ENTITIES,
+        render=compact_renderer(*SEARCH_STATED),
         read_only=True,
         idempotent=True,
     ),
     Tool(
         name="lightrag_get_entity_relationships",
         title="Entity and its relationships",
-        description=(
-            "Show an entity's details (type, description, source documents) and its relationships: direction, "
-            "relationship and target-type filters, multi-hop up to max_depth, with counts by type and direction. "
-            "Use the entity name from lightrag_search_entities. lightrag_get_entity shows one entity with its "
-            "first relations."
-        ),
+        description="An entity and its relationships, up to max_depth hops.",
         method=m.ENTITY_RELATIONSHIPS,
+        render=compact_renderer(*RELATIONSHIPS_STATED),
         read_only=True,
         idempotent=True,
         aliases=("lightrag_get_entity",),
@@ -262,14 +226,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_update_entity",
         title="Edit an entity",
-        description=(
-            "Correct the knowledge graph: change an entity's description (replace or append) or type, set "
-            "properties and labels, rename it, add or remove its relationships, create it if missing, or merge "
-            "duplicate entities into it. Everything is checked first (unknown entity: ENTITY_NOT_FOUND; unknown "
-            "relationship target: RELATIONSHIP_TARGET_NOT_FOUND; rename onto an existing name: UPDATE_CONFLICT "
-            "unless allow_merge), then applied all-or-nothing; the result lists each field before and after. "
-            "Queries see the change at once."
-        ),
+        description="Edit, rename, create or merge an entity and its relationships, all or nothing.",
         method=m.UPDATE_ENTITY,
         read_only=False,
         destructive=True,
@@ -277,11 +234,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_clear_cache",
         title="Clear caches",
-        description=(
-            "Clear the knowledge base's caches (llm, embedding, query, document, graph or all) and report their "
-            "sizes before and after. Rarely needed: use it after changing the LLM, or to free space. The "
-            "entity-extraction cache is always kept, because deleting documents rebuilds shared entities from it."
-        ),
+        description="Clear caches and report their sizes before and after.",
         method=m.CLEAR_CACHE,
         read_only=False,
         destructive=True,
@@ -290,12 +243,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_get_system_stats",
         title="Usage statistics",
-        description=(
-            "Usage statistics of your knowledge base over a time range (last_hour, last_day, last_week, "
-            "last_month, all, or {start, end}): queries by mode, latency percentiles, cache hit rate, documents "
-            "processed and failed, processing times, memory, storage usage, worker restarts, and the audit log "
-            "of changes, newest first (stat_categories: [\"audit\"])."
-        ),
+        description="Usage statistics and the audit log of changes.",
         method=m.SYSTEM_STATS,
         read_only=True,
         idempotent=True,
@@ -303,13 +251,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_health_check",
         title="Knowledge base health",
-        description=(
-            "Check whether the LightRAG knowledge base is up: overall status (healthy / degraded / "
-            "unhealthy), the worker process (state, pid, uptime, restarts, memory, ping latency); "
-            "include_detailed adds configuration, memory and your knowledge base's counts; "
-            "check_dependencies times each storage, the embedding model and the LLM endpoint. Call it when "
-            "another tool fails with SERVICE_UNAVAILABLE or WORKER_RESTARTED, or before a long ingestion."
-        ),
+        description="Is the knowledge base up: worker, storages, embedding model, LLM.",
         method=m.HEALTH,
         read_only=True,
         idempotent=True,
@@ -362,18 +304,25 @@ class Catalogue:
         }
 
     def _advertised_names(self, profile: str) -> list[str]:
-        if profile == "default":
-            return [tool.name for tool in self._tools if tool.in_default]
-        if profile == "all":
-            return [name for tool in self._tools for name in (tool.name, *tool.aliases)]
-        names = list(PROFILE_TOOLS.get(profile, ())) or [part.strip() for part in profile.split(",") if part.strip()]
+        """A profile's tools; a comma list may mix profiles and tool names (`librechat,lightrag_insert_file`)."""
+        names: list[str] = []
+        for part in (part.strip() for part in profile.split(",")):
+            expanded = self._profile(part) if part in PROFILES else [part] if part else []
+            names.extend(name for name in expanded if name not in names)
         unknown = [name for name in names if name not in self._by_name]
         if unknown:
             raise ValueError(
                 f"LIGHTRAG_MCP_TOOLS names unknown tools: {', '.join(unknown)} "
-                f"(profiles: {', '.join(PROFILES)}, or a comma list of tool names)"
+                f"(profiles: {', '.join(PROFILES)}, or a comma list of profiles and tool names)"
             )
         return names
+
+    def _profile(self, profile: str) -> list[str]:
+        if profile == "default":
+            return [tool.name for tool in self._tools if tool.in_default]
+        if profile == "all":
+            return [name for tool in self._tools for name in (tool.name, *tool.aliases)]
+        return list(PROFILE_TOOLS[profile])
 
     @property
     def tools(self) -> list[Tool]:
@@ -384,9 +333,10 @@ class Catalogue:
 
     @staticmethod
     def arguments_for(tool: Tool, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """The call's arguments with the defaults its alias implies (explicit arguments win)."""
+        """The call's arguments as the tool takes them, before validation: the defaults its alias
+        implies (explicit arguments win), and numbers and booleans sent as strings converted."""
         implied = dict(dict(tool.alias_defaults).get(name, ()))
-        return {**implied, **arguments} if implied else arguments
+        return coerce_strings({**implied, **arguments} if implied else arguments, tool.input_schema)
 
     def list_tools(self) -> list[types.Tool]:
         return [self._by_name[name].to_mcp(name) for name in self._advertised]
@@ -405,6 +355,54 @@ class Catalogue:
             suggested_action="Fix the arguments as described and call the tool again.",
             details={"problems": problems},
         )
+
+
+_INTEGER_TEXT = re.compile(r"-?\d{1,18}")
+_NUMBER_TEXT = re.compile(r"-?\d{1,18}(\.\d{1,18})?([eE][-+]?\d{1,3})?")
+
+
+def coerce_strings(value: Any, schema: Schema) -> Any:
+    """`value` with strings converted where the schema wants a number, integer or boolean.
+
+    Some clients send every argument as a string (the MCP Inspector CLI's `--tool-arg
+    max_results=2`). "2" → 2 and "0.5" → 0.5 where the schema takes them, "true"/"false" →
+    booleans; anything else ("2.5" for an integer, "abc") is left for validation to refuse.
+    """
+    if isinstance(value, dict | list) and "type" not in schema:  # an anyOf/oneOf: the branch of this kind
+        kind = "object" if isinstance(value, dict) else "array"
+        schema = next((b for b in (*schema.get("anyOf", ()), *schema.get("oneOf", ())) if kind in _types_of(b)), schema)
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        return {
+            key: coerce_strings(item, properties.get(key) or (extra if isinstance(extra, dict) else {}))
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        items = schema.get("items")
+        return [coerce_strings(item, items) for item in value] if isinstance(items, dict) else value
+    if not isinstance(value, str):
+        return value
+    kinds = _types_of(schema)
+    text = value.strip()
+    if "string" in kinds:
+        return value
+    if kinds & {"integer", "number"} and _INTEGER_TEXT.fullmatch(text):
+        return int(text)
+    if "number" in kinds and _NUMBER_TEXT.fullmatch(text):
+        return float(text)
+    if "boolean" in kinds and text.lower() in {"true", "false"}:
+        return text.lower() == "true"
+    return value
+
+
+def _types_of(schema: Schema) -> set[str]:
+    """The JSON types a schema (or any of its anyOf/oneOf branches) accepts."""
+    kind = schema.get("type")
+    kinds = {kind} if isinstance(kind, str) else set(kind or ())
+    for branch in (*schema.get("anyOf", ()), *schema.get("oneOf", ())):
+        kinds |= _types_of(branch)
+    return kinds
 
 
 def _non_finite(arguments: Any) -> list[str]:

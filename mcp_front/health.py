@@ -16,7 +16,7 @@ WORKER_HEALTH_TIMEOUT = 20.0
 
 HEALTH_OUTPUT_SCHEMA = obj(
     {
-        "status": string(enum=["healthy", "degraded", "unhealthy"]),
+        "status": string(enum=["healthy", "starting", "degraded", "unhealthy"]),
         "version": string(max_length=32),
         "uptime_s": number(maximum=1e9),
         "workspace": string(max_length=128),
@@ -76,9 +76,13 @@ async def health_check(
             notes.append(f"The worker did not complete the health check: {exc.code.value}: {exc.message}")
             if exc.code == ErrorCode.WORKSPACE_BUSY:
                 components["workspace"] = {"status": "busy", "workspace": workspace}
+    elif worker["state"] == "starting" and not worker.get("last_failure"):
+        # A first start or a planned recycle: nothing is wrong, calls wait for it.
+        status = "starting"
+        notes.append("The worker is starting (a few seconds); calls wait for it.")
     elif worker["state"] in {"starting", "restarting"}:
         status = "degraded"
-        notes.append(f"The worker is {worker['state']}; calls wait for it briefly.")
+        notes.append("The worker is restarting after a failure; calls wait for it briefly.")
     else:
         status = "unhealthy"
         notes.append(

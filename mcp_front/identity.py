@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol import ErrorCode, RagError
+from protocol.settings import UNEXPANDED_PLACEHOLDER
 
 META_USER_KEY = "lightrag/userId"
 MAX_USER_ID_LENGTH = 256
@@ -60,6 +61,13 @@ def _clean_user_id(value: Any, where: str) -> str | None:
         )
     if any(ord(ch) < 32 for ch in value):
         raise RagError(ErrorCode.INVALID_PARAMETER, f"The user id in {where} contains control characters.")
+    if UNEXPANDED_PLACEHOLDER.search(value):
+        # A client that forgot to fill in its template would pool every user into one workspace.
+        raise RagError(
+            ErrorCode.FORBIDDEN,
+            f"The user id in {where} is an unexpanded placeholder, not a user.",
+            suggested_action="The client must send the signed-in user's id; do not retry this call as it is.",
+        )
     return value.strip()
 
 

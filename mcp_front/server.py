@@ -57,6 +57,16 @@ INSTRUCTIONS = (
     "private knowledge base. Long indexing returns a track id: poll lightrag_get_status. "
     "If a call fails with WORKER_RESTARTED or SERVICE_UNAVAILABLE, wait a few seconds and retry."
 )
+#: Said once per session, not in every query result: without an LLM, queries return passages.
+NO_LLM_INSTRUCTIONS = (
+    " No LLM is configured: queries return the retrieved passages with their sources, not a written "
+    "answer; answer from them and cite the file names."
+)
+
+
+def instructions_for(settings: Settings) -> str:
+    """The server's instructions; the no-LLM note only when no LLM is configured."""
+    return INSTRUCTIONS + ("" if settings.llm_binding else NO_LLM_INSTRUCTIONS)
 
 
 class FrontApp:
@@ -229,7 +239,7 @@ def build_server(settings: Settings) -> tuple[Server[Any], FrontApp]:
         "lightrag-mcp",
         version=FRONT_VERSION,
         title="LightRAG knowledge base",
-        instructions=INSTRUCTIONS,
+        instructions=instructions_for(settings),
         lifespan=lifespan,
         on_list_tools=app.on_list_tools,
         on_call_tool=app.on_call_tool,

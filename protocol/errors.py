@@ -132,7 +132,9 @@ ERROR_TABLE: dict[ErrorCode, ErrorInfo] = {
     ),
     ErrorCode.PROCESSING_TIMEOUT: ErrorInfo(
         "The operation took longer than its time limit and was stopped.",
-        "Retry with a smaller request (fewer results, a narrower query), or check status later.",
+        # Timeouts come from a busy server (a large document indexing), not from the request's size.
+        "The server was busy; ask again in a minute. After an upload or insert, lightrag_get_status "
+        "(lightrag_list_documents without a track id) shows whether the document was queued.",
         retryable=True,
     ),
     ErrorCode.INVALID_QUERY_MODE: ErrorInfo(

@@ -32,9 +32,15 @@ class MethodSpec:
 def _described(schema: Schema, description: str | None, default: Any = None) -> Schema:
     if description:
         schema["description"] = description
-    if default is not None:
+    # false, 0 and "" go without saying for an optional argument: only other defaults are advertised.
+    if default is not None and default not in (False, 0, ""):
         schema["default"] = default
     return schema
+
+
+def _plain(value: float) -> float:
+    """1000.0 as 1000: the same bound, fewer characters in every tool list."""
+    return int(value) if float(value).is_integer() else value
 
 
 def string(
@@ -46,7 +52,8 @@ def string(
     pattern: str | None = None,
     default: str | None = None,
 ) -> Schema:
-    schema: Schema = {"type": "string", "maxLength": max_length}
+    # An enum bounds the string by itself: a maxLength beside it is only weight in every tool list.
+    schema: Schema = {"type": "string"} if enum is not None else {"type": "string", "maxLength": max_length}
     if min_length:
         schema["minLength"] = min_length
     if enum is not None:
@@ -59,7 +66,10 @@ def string(
 def integer(
     description: str | None = None, *, minimum: int = 0, maximum: int, default: int | None = None
 ) -> Schema:
-    return _described({"type": "integer", "minimum": minimum, "maximum": maximum}, description, default)
+    """An integer; its `default` documents the handler's default in code only (not advertised:
+    a count's default is rarely what an agent decides on, and every tool list pays for it)."""
+    del default
+    return _described({"type": "integer", "minimum": minimum, "maximum": maximum}, description)
 
 
 def number(
@@ -69,7 +79,7 @@ def number(
     maximum: float,
     default: float | None = None,
 ) -> Schema:
-    return _described({"type": "number", "minimum": minimum, "maximum": maximum}, description, default)
+    return _described({"type": "number", "minimum": _plain(minimum), "maximum": _plain(maximum)}, description, default)
 
 
 def boolean(description: str | None = None, *, default: bool | None = None) -> Schema:
@@ -100,6 +110,22 @@ def obj(
     if max_properties is not None:
         schema["maxProperties"] = max_properties
     return _described(schema, description)
+
+
+def without_descriptions(schema: Schema) -> Schema:
+    """The schema without descriptions and defaults, for a tool whose twin already explains the
+    same arguments (the same text twice in a tool list costs every turn)."""
+    stripped: Schema = {}
+    for key, value in schema.items():
+        if key in {"description", "default"}:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            stripped[key] = {name: without_descriptions(child) for name, child in value.items()}
+        elif isinstance(value, dict):
+            stripped[key] = without_descriptions(value)
+        else:
+            stripped[key] = value
+    return stripped
 
 
 def nullable(schema: Schema) -> Schema:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,21 @@ def _float(low: float, high: float) -> Callable[[str, str], float]:
     return _number(float, low, high)
 
 
+#: `{{LIBRECHAT_USER_ID}}`, `${USER}`: a client's placeholder that was never filled in.
+UNEXPANDED_PLACEHOLDER = re.compile(r"\{\{[^{}]*\}\}|\$\{[^{}]*\}")
+
+
+def _user_id(name: str, raw: str) -> str:
+    """A fixed user id; refused when it still holds a placeholder, which would pool every
+    user launched without one into a single workspace."""
+    if UNEXPANDED_PLACEHOLDER.search(raw):
+        raise ConfigError(
+            f"{name}={raw!r} is an unexpanded placeholder: the client started this server without a user "
+            "(LibreChat fills {{LIBRECHAT_USER_ID}} only for a signed-in user's connection)"
+        )
+    return raw
+
+
 def _bool(name: str, raw: str) -> bool:
     lowered = raw.strip().lower()
     if lowered in {"1", "true", "yes", "on"}:
@@ -78,6 +94,16 @@ def _log_level(name: str, raw: str) -> str:
     return level
 
 
+def _choice(*choices: str) -> Callable[[str, str], str]:
+    def parse(name: str, raw: str) -> str:
+        value = raw.strip().lower() or choices[0]
+        if value not in choices:
+            raise ConfigError(f"{name}={raw!r} is not one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
 def default_data_dir() -> str:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return str(Path(base) / "lightrag-mcp")
@@ -99,11 +125,11 @@ def unwritable_reason(directory: Path, probe_name: str) -> str | None:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("LIGHTRAG_MCP_USER_ID", "", "Fixed user for this process (LibreChat: \"{{LIBRECHAT_USER_ID}}\"). Calls naming another user are refused.", _text, "identity"),
+    Setting("LIGHTRAG_MCP_USER_ID", "", "Fixed user for this process (LibreChat: \"{{LIBRECHAT_USER_ID}}\"). Calls naming another user are refused.", _user_id, "identity"),
     Setting("LIGHTRAG_MCP_DEFAULT_WORKSPACE", "default", "Workspace used when no user id is known.", _text, "identity"),
     Setting("LIGHTRAG_MCP_TOOLS", "default", "Advertised tools: a profile name or a comma list of tool names.", _text),
     Setting("LIGHTRAG_MCP_CALL_TIMEOUT", "60", "Default per-call timeout in seconds (ingestion and export have longer ones).", _float(1, 3600), "supervision"),
-    Setting("LIGHTRAG_MCP_WAIT_SECONDS", "45", "How long an ingestion call waits for indexing before returning a track id.", _float(0, 3600)),
+    Setting("LIGHTRAG_MCP_WAIT_SECONDS", "15", "How long an ingestion call may take, from its arrival, before it answers with a track id (indexing goes on); keep it well under the client's tool timeout (LibreChat: 60 s).", _float(0, 3600)),
     Setting("LIGHTRAG_MCP_PING_INTERVAL", "5", "Seconds between pings to the worker.", _float(0.05, 3600), "supervision"),
     Setting("LIGHTRAG_MCP_PING_TIMEOUT", "3", "Seconds without a pong before the worker counts as hung.", _float(0.05, 3600), "supervision"),
     Setting("LIGHTRAG_MCP_START_TIMEOUT", "60", "Seconds a starting worker has to announce readiness.", _float(1, 3600), "supervision"),
@@ -121,6 +147,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LIGHTRAG_MCP_MAX_FILE_MB", "10", "Largest uploaded file, in MB.", _float(0.001, 1024)),
     Setting("LIGHTRAG_MCP_ALLOWED_DIRS", "", f"Directories (separated by '{os.pathsep}') from which server-side files may be ingested.", _dirs),
     Setting("LIGHTRAG_MCP_MAX_FOLDER_FILES", "2000", "Most files one folder ingestion may index.", _int(1, 10**6), "ingestion"),
+    Setting("LIGHTRAG_MCP_OCR", "auto", "OCR for scanned PDF pages and PNG/JPEG/TIFF images with the packaged PP-OCR model: auto (pages without a text layer) or off (such files are refused).", _choice("auto", "off"), "ingestion"),
+    Setting("LIGHTRAG_MCP_OCR_MAX_PAGES", "50", "Most pages of one document read by OCR; further scanned pages are skipped with a warning.", _int(1, 10_000), "ingestion"),
     Setting("LIGHTRAG_MCP_URL_TIMEOUT", "30", "Seconds a URL item of a batch may take to download.", _float(1, 600), "ingestion"),
     Setting("LIGHTRAG_MCP_URL_ALLOWED_HOSTS", "", "Hosts URL items may be fetched from, comma-separated (empty: any public host).", _text, "ingestion"),
     Setting("LIGHTRAG_MCP_URL_ALLOW_PRIVATE", "false", "Allow URL items on private, loopback and link-local addresses (SSRF risk: tests and trusted networks only).", _bool, "ingestion"),

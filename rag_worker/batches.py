@@ -304,18 +304,19 @@ def text_source(
 ) -> SourceDocument:
     """A text item or `lightrag_insert_text`: named by its title (or its hash)."""
     from rag_worker.ingest import sanitize_filename
+    from rag_worker.ingest.normalize import normalize_text
 
     if not text.strip():
         raise RagError(ErrorCode.INVALID_PARAMETER, "text is empty or only whitespace.")
     title = (title or "").strip()
     if title:
         name = sanitize_filename(title if "." in title[-6:] else f"{title}.txt")
-    else:
+    else:  # named by the text as sent, so the same text keeps its name
         name = f"text-{hashlib.sha256(text.encode()).hexdigest()[:12]}.txt"
     options = options or {}
     return SourceDocument(
         name=name,
-        text=text,
+        text=normalize_text(text),  # the same normalisation every extracted document gets
         mime_type="text/plain",
         size_bytes=len(text.encode()),
         title=title or None,

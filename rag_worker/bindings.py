@@ -162,13 +162,11 @@ def _ollama_llm(binding: LLMBinding) -> LLMFunc:
 # ------------------------------------------------------------------------ embeddings
 async def _build_embedding(binding: EmbeddingBinding | None, limiter: anyio.CapacityLimiter) -> dict[str, Any]:
     if binding is None:
-        from rag_worker.embedded.models import OnnxSentenceEmbedder, make_embedding_func
+        from rag_worker.embedded.models import EmbeddingLanes, OnnxSentenceEmbedder, make_embedding_func
 
         embedder = OnnxSentenceEmbedder()
         await anyio.to_thread.run_sync(embedder.load, limiter=limiter)
-        # One inference at a time: the model already uses every core (intra-op threads), and
-        # parallel runs only multiply activation memory (measured +250 MB peak with four).
-        return {"embedding_func": make_embedding_func(embedder, anyio.CapacityLimiter(1)),
+        return {"embedding_func": make_embedding_func(embedder, EmbeddingLanes.create()),
                 "embedding_name": "all-MiniLM-L6-v2 (ONNX, packaged)", "embedding_model_id": _embedded_model_id()}
     return {"embedding_func": build_remote_embedding(binding), "embedding_name": binding.model_id,
             "embedding_model_id": binding.model_id}

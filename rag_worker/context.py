@@ -98,7 +98,12 @@ class RequestContext:
     correlation_id: str = "-"
     wants_progress: bool = False
     roots: tuple[str, ...] = ()  # the client's MCP roots (path tools only)
+    arrived: float = field(default_factory=time.monotonic)  # waits are budgeted from here
     _last_progress: float = -1.0
+
+    def deadline(self, seconds: float) -> float:
+        """The monotonic time `seconds` after the call arrived (its answer budget)."""
+        return self.arrived + seconds
 
     @classmethod
     def control(cls, state: WorkerState, request_id: Any) -> RequestContext:

@@ -10,7 +10,7 @@ PostgreSQL a table of ours, see `rag_worker.catalog_stores`).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 CATALOG_NAMESPACE = "mcp_documents"
@@ -50,25 +50,44 @@ async def status_counts(doc_status: Any) -> dict[str, int]:
 
 # LightRAG's error text for a failed document names storages, files and chunk ids; clients get
 # what happened in words they can act on (the raw text stays in LightRAG's status row and log).
+# Order matters: LightRAG prefixes a queue's errors with its name ("Embedding func: ... timeout"),
+# so the embedding rules come before the generic timeout words of the LLM rule.
+_RETRY = "index the document again (lightrag_insert_text / upload it again)"
 _PUBLIC_ERRORS = (
-    (("no space left", "errno 28", "disk quota"), "The server's disk was full while indexing; index it again once space is freed."),
+    (("no space left", "errno 28", "disk quota"), f"The server's disk was full while indexing; {_RETRY} once space is freed."),
+    (
+        ("embedding func: worker execution timeout", "embedding func: task", "embedding func: timeout"),
+        f"Computing the passages' embeddings took too long (the server was busy); {_RETRY} when it is quieter.",
+    ),
+    (("embedding",), f"The embedding model failed while indexing; check lightrag_health_check, then {_RETRY}."),
+    (("storage", "connection refused", "could not connect to server"), None),  # see _storage_error
     (
         ("llm func", "llm_model_func", "timeout", "timed out", "connection error", "apiconnectionerror", "rate limit"),
         "The LLM did not answer in time or could not be reached while extracting entities; check "
-        "lightrag_health_check (check_dependencies) and index the document again.",
+        f"lightrag_health_check (check_dependencies), then {_RETRY}.",
     ),
-    (("embedding",), "The embedding model failed while indexing; check lightrag_health_check and index it again."),
+)
+_STORAGE_ERROR = f"A storage server failed while the document was saved; check lightrag_health_check, then {_RETRY}."
+_BUILTIN_TIMEOUT = (
+    f"The built-in entity extractor ran out of time (the server was busy); {_RETRY} when it is quieter."
 )
 GENERIC_INDEXING_ERROR = "Indexing failed inside LightRAG; index the document again, and report it if it keeps failing."
 
 
-def public_error(raw: Any) -> str | None:
-    """A failed document's error, as a client may see it."""
+def public_error(raw: Any, *, llm_configured: bool = True) -> str | None:
+    """A failed document's error, as a client may see it: the real cause and a next step.
+
+    `llm_configured` False: the "LLM" is the built-in extractor, so a timeout is named as such.
+    """
     if not raw:
         return None
     text = str(raw).lower()
     for needles, message in _PUBLIC_ERRORS:
         if any(needle in text for needle in needles):
+            if message is None:
+                return _STORAGE_ERROR
+            if not llm_configured and message.startswith("The LLM"):
+                return _BUILTIN_TIMEOUT
             return message
     return GENERIC_INDEXING_ERROR
 
@@ -96,6 +115,8 @@ class SourceDocument:
     word_count: int | None = None  # known from extraction; counted on demand otherwise
     origin: str = "upload"  # upload, text, path or url: where the document came from
     source_sha256: str | None = None  # of the original bytes (path/url): unchanged files skip extraction
+    ocr_pages: list[int] = field(default_factory=list)  # pages read by OCR (scans, images)
+    empty_pages: list[int] = field(default_factory=list)  # pages that gave no text at all
 
     @property
     def words(self) -> int:

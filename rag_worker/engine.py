@@ -26,9 +26,11 @@ import anyio
 from protocol import ErrorCode, RagError
 from protocol.settings import Settings, unwritable_reason
 from protocol.storage_config import LOCAL_STORAGES, StorageSet
+from rag_worker.chunking import chunking_func
 from rag_worker.delete_journal import DeleteJournal
 from rag_worker.documents import DocumentCatalog
 from rag_worker.storage_placement import StoragePlacement
+from rag_worker.vector_flush import embed_outside_locks
 
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], Any]
 UNFINISHED_STATES = ("pending", "parsing", "analyzing", "processing")
@@ -125,6 +127,8 @@ EMBEDDED_CHUNK_OVERLAP = 40
 def lightrag_kwargs(components: dict[str, Any]) -> dict[str, Any]:
     """Construction options that depend on the configured models."""
     kwargs: dict[str, Any] = dict(components.get("lightrag_kwargs") or {})
+    # LightRAG's own chunker decodes token-id slices and cuts multi-byte characters (U+FFFD).
+    kwargs.setdefault("chunking_func", chunking_func)
     if str(components.get("embedding_model_id", "")).startswith("onnx:"):
         from rag_worker.embedded.models import MAX_TOKEN_SIZE
 
@@ -134,6 +138,13 @@ def lightrag_kwargs(components: dict[str, Any]) -> dict[str, Any]:
         kwargs.setdefault("chunk_overlap_token_size", EMBEDDED_CHUNK_OVERLAP)
         # Larger batches measured 8-12 % faster with the local model (remote APIs may cap them).
         kwargs.setdefault("embedding_batch_num", 64)
+        # Our lanes (EmbeddingLanes) are the model's real queue. LightRAG's own queue must not
+        # hold a question back once indexing fills its slots (8 by default), and its timeout
+        # must not count the wait in our indexing lane: a local model does not hang (the
+        # front's ping catches a stuck worker), and an expired wait failed whole documents
+        # with a misleading "LLM did not answer" under CPU load.
+        kwargs.setdefault("embedding_func_max_async", 64)
+        kwargs.setdefault("default_embedding_timeout", 900)
     return kwargs
 
 
@@ -155,6 +166,7 @@ async def new_lightrag(
         **{**lightrag_kwargs(components), **overrides},
     )
     await rag.initialize_storages()
+    embed_outside_locks(rag)  # a question must not wait for indexing's embeddings (vector_flush)
     rag._query_done = _query_done_best_effort(rag)
     return rag
 
@@ -312,12 +324,34 @@ class EngineRegistry:
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _record_holder(fd)
                 return fd
             except BlockingIOError:
                 if time.monotonic() >= deadline:
+                    holder = _read_holder(fd)
                     os.close(fd)
-                    raise RagError(ErrorCode.WORKSPACE_BUSY) from None
+                    raise RagError(
+                        ErrorCode.WORKSPACE_BUSY,
+                        f"This knowledge base is in use by another server process ({describe_holder(holder)}).",
+                        details={"held_by": holder},
+                    ) from None
                 await anyio.sleep(0.2)
+
+    def lock_holder(self, workspace: str) -> dict[str, Any] | None:
+        """Who holds `workspace` when another process does (pid, since), else None. Never waits."""
+        if workspace in self._open:
+            return None
+        try:
+            fd = os.open(self.workspace_dir(workspace) / ".lock", os.O_RDONLY)
+        except OSError:
+            return None  # never opened: nobody holds it
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return None
+        except BlockingIOError:
+            return _read_holder(fd) or {}
+        finally:
+            os.close(fd)  # closing drops a lock we took
 
     async def _shared_components(self) -> dict[str, Any]:
         """Embedding model, tokenizer and LLM function: built once, shared by all workspaces."""
@@ -347,3 +381,29 @@ class EngineRegistry:
         while self._open:
             _, entry = self._open.popitem(last=False)
             await self._finalize(entry)
+
+
+def _record_holder(fd: int) -> None:
+    """Write who holds the workspace into its lock file, for another process's busy message."""
+    info = {"pid": os.getpid(), "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+
+
+def _read_holder(fd: int) -> dict[str, Any] | None:
+    try:
+        info = json.loads(os.pread(fd, 256, 0) or b"null")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict):
+        return None
+    return {"pid": info.get("pid"), "since": info.get("since")}
+
+
+def describe_holder(holder: dict[str, Any] | None) -> str:
+    """`pid 4242, since 2026-11-24T08:12:03Z` — a process, never the other client's user."""
+    if not holder or not holder.get("pid"):
+        return "another lightrag-mcp process"
+    since = f", since {holder['since']}" if holder.get("since") else ""
+    return f"pid {holder['pid']} on this machine{since}"

@@ -8,9 +8,10 @@ same content never both reach LightRAG (which would leave a failed `dup-…` row
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,7 +37,6 @@ log = logging.getLogger("rag_worker.indexing")
 POLL_SECONDS = 0.2
 DELETE_WAIT_SECONDS = 30.0
 STAGES = ["pending", "parsing", "analyzing", "processing", "processed"]
-POLL_HINT = "Call lightrag_get_status with this track_id to follow indexing."
 
 
 @dataclass
@@ -61,7 +61,7 @@ async def index_document(ctx: RequestContext, source: SourceDocument) -> dict[st
         )
     enqueued_at = time.perf_counter()
     ctx.state.engines.start_processing(ws)
-    row = await _wait_for(ctx, ws, queued.doc_id, ctx.state.settings.wait_seconds)
+    row = await _wait_for(ctx, ws, queued.doc_id, ctx.deadline(ctx.state.settings.wait_seconds))
     result = await describe_ingest(ws, queued.doc_id, row, queued.record, action=queued.action, started=queued.started)
     result["timings"] = {
         "queue_s": round(enqueued_at - queued.started, 4),
@@ -71,26 +71,35 @@ async def index_document(ctx: RequestContext, source: SourceDocument) -> dict[st
 
 
 async def enqueue_document(ctx: RequestContext, ws: Workspace, source: SourceDocument) -> Enqueued:
-    """Queue `source` with LightRAG (not processing it): dedup by content, replace by name."""
+    """Queue `source` with LightRAG (not processing it).
+
+    A document is its name and its bytes (for `lightrag_insert_text`: its title and text): the
+    same file again is already indexed, new bytes under its name replace it, and a file of
+    another name whose text matches an indexed one is still indexed, listed and deletable on
+    its own (its text then starts with its name, so LightRAG does not refuse it as a duplicate).
+    """
     from lightrag.utils import generate_track_id
 
     started = time.perf_counter()
     rag = ws.rag
+    if source.source_sha256 is None:
+        source = replace(source, source_sha256=_text_digest(source.text))
     # LightRAG's own cleaning and hash (so ours match its rows), off the loop: ~0.2 s for 8 M chars.
     text, content_hash = await ctx.run_cpu(_clean_and_hash, source.text)
     doc_id = doc_id_for(source.name)
     async with ws.ingest_lock:
-        same = await rag.doc_status.get_doc_by_content_hash(content_hash)
-        if same is not None:
-            same_id, same_row = same
-            if state_of(same_row.get("status")) != "failed":
-                record = await ws.catalog.get(same_id) or {"filename": name_from_file_path(str(same_row.get("file_path") or ""))}
-                return Enqueued(same_id, "already_indexed", record, started, existing_row=same_row)
-            await delete_version(ws, same_id)  # a failed copy of this content: index it afresh
-        replacing = await rag.doc_status.get_by_id(doc_id) is not None
-        await check_quota(ctx, ws, source.size_bytes, replacing=doc_id if replacing else None)
+        row = await rag.doc_status.get_by_id(doc_id)
+        if row is not None:
+            record = await ws.catalog.get(doc_id) or {}
+            if _same_file(record, source.source_sha256, content_hash):
+                if state_of(row.get("status")) != "failed":
+                    return Enqueued(doc_id, "already_indexed", record, started, existing_row=row)
+                await delete_version(ws, doc_id)  # a failed attempt at this very file: index it afresh
+                row = None
+        text, content_hash = await _distinct_text(ctx, ws, doc_id, source.name, text, content_hash)
+        await check_quota(ctx, ws, source.size_bytes, replacing=doc_id if row is not None else None)
         action = "indexed"
-        if replacing:
+        if row is not None:
             await delete_version(ws, doc_id)
             action = "replaced"
         track_id = generate_track_id("upload")
@@ -105,6 +114,42 @@ async def enqueue_document(ctx: RequestContext, ws: Workspace, source: SourceDoc
             chunk_options=_chunk_options(source),
         )
     return Enqueued(doc_id, action, record, started)
+
+
+def _text_digest(text: str) -> str:
+    """The identity of a text without a file (`lightrag_insert_text`): SHA-256 of its UTF-8."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _same_file(record: dict[str, Any], source_sha256: str | None, content_hash: str) -> bool:
+    """Whether the indexed document of this name came from these very bytes.
+
+    Records written before identity by bytes have no `source_sha256`: their text decides."""
+    if record.get("source_sha256"):
+        return bool(record["source_sha256"] == source_sha256)
+    return bool(record.get("content_hash") == content_hash)
+
+
+async def _distinct_text(
+    ctx: RequestContext, ws: Workspace, doc_id: str, name: str, text: str, content_hash: str
+) -> tuple[str, str]:
+    """The text to index and its hash, distinct from every other document's.
+
+    LightRAG keeps one document per text: a second one becomes a failed `dup-…` row. When
+    another document (not this name's previous version) has this text, the copy starts with
+    a line naming its file. Only then: other documents keep exactly their extracted text, and
+    hashes of documents indexed earlier stay valid."""
+    other = await ws.rag.doc_status.get_doc_by_content_hash(content_hash, exclude_doc_id=doc_id)
+    if other is None:
+        return text, content_hash
+    text, content_hash = await ctx.run_cpu(_clean_and_hash, f"{name}\n\n{text}")
+    if await ws.rag.doc_status.get_doc_by_content_hash(content_hash, exclude_doc_id=doc_id) is not None:
+        raise RagError(
+            ErrorCode.PROCESSING_FAILED,
+            f"The text of '{name}' matches another document's, even headed by its name.",
+            suggested_action="Rename the file, or delete the other document first.",
+        )
+    return text, content_hash
 
 
 def _clean_and_hash(text: str) -> tuple[str, str]:
@@ -142,6 +187,8 @@ def _catalog_record(source: SourceDocument, content_hash: str, track_id: str) ->
         "metadata": source.metadata or {},
         "origin": source.origin,
         "source_sha256": source.source_sha256,
+        "ocr_pages": source.ocr_pages,
+        "empty_pages": source.empty_pages,
     }
 
 
@@ -164,9 +211,8 @@ async def delete_version(ws: Workspace, doc_id: str) -> None:
     )
 
 
-async def _wait_for(ctx: RequestContext, ws: Workspace, doc_id: str, seconds: float) -> dict[str, Any]:
-    """Poll the document's state until it is final or `seconds` pass; report progress."""
-    deadline = time.monotonic() + seconds
+async def _wait_for(ctx: RequestContext, ws: Workspace, doc_id: str, deadline: float) -> dict[str, Any]:
+    """Poll the document's state until it is final or the call's answer budget is spent; report progress."""
     row: dict[str, Any] = {}
     while True:
         row = await ws.rag.doc_status.get_by_id(doc_id) or {}
@@ -185,13 +231,32 @@ async def document_counts(ws: Workspace, doc_id: str) -> tuple[int, int]:
     return (int(entities["count"]) if entities else 0, int(relations["count"]) if relations else 0)
 
 
+async def indexing_progress(ws: Workspace, row: dict[str, Any]) -> dict[str, Any] | None:
+    """How far a document in the pipeline has come: its passages read for entities out of all.
+
+    A passage counts once LightRAG has recorded its extraction (the chunk's cache list);
+    the graph merge that follows is the last fifth of the estimate. None before chunking.
+    """
+    chunk_ids = [str(c) for c in row.get("chunks_list") or []]
+    if not chunk_ids:
+        return None
+    chunks = await ws.rag.text_chunks.get_by_ids(chunk_ids)
+    read = sum(1 for chunk in chunks if isinstance(chunk, dict) and chunk.get("llm_cache_list"))
+    stage = "merging into the graph" if read == len(chunk_ids) else "reading passages"
+    return {"chunks_done": read, "chunks_total": len(chunk_ids), "percent": round(80 * read / len(chunk_ids)),
+            "stage": stage}
+
+
 async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
     """A document's state and counts, from LightRAG's status row and our record."""
     state = state_of(row.get("status"))
     entities: int | None = None
     relations: int | None = None
+    progress: dict[str, Any] | None = None
     if state == "processed":
         entities, relations = await document_counts(ws, doc_id)
+    elif state not in TERMINAL_STATES:
+        progress = await indexing_progress(ws, row)
     return {
         "document_id": doc_id,
         "filename": record.get("filename") or name_from_file_path(str(row.get("file_path") or "")) or doc_id,
@@ -206,7 +271,8 @@ async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], rec
         "mime_type": record.get("mime_type") or "",
         "content_hash": record.get("content_hash") or row.get("content_hash") or "",
         "metadata": record.get("metadata") or {},
-        "error": public_error(row.get("error_msg")),
+        "error": public_error(row.get("error_msg"), llm_configured=ws.llm_configured),
+        "progress": progress,
     }
 
 
@@ -223,11 +289,11 @@ async def describe_ingest(
     result = await describe_document(ws, doc_id, row, record)
     result["action"] = action
     result["processing_time_s"] = round(time.perf_counter() - started, 3)
-    result["message"] = _message(result, ws.llm_configured)
+    result["message"] = _message(result)
     return result
 
 
-def _message(result: dict[str, Any], llm_configured: bool) -> str:
+def _message(result: dict[str, Any]) -> str:
     name, state, action = result["filename"], result["status"], result["action"]
     if action == "already_indexed":
         return (
@@ -236,12 +302,25 @@ def _message(result: dict[str, Any], llm_configured: bool) -> str:
     if state == "failed":
         return f"Indexing '{name}' failed: {result['error'] or 'unknown reason'}."
     if state != "processed":
-        return f"'{name}' is queued and still indexing ({state}). {POLL_HINT}"
+        return still_indexing(result)
     verb = "Replaced the previous version of" if action == "replaced" else "Indexed"
-    text = (
+    return (
         f"{verb} '{name}': {result['pages']} page(s), {result['words']} words, {result['chunks']} chunks, "
         f"{result['entities']} entities, {result['relations']} relations in {result['processing_time_s']:.1f}s."
     )
-    if not llm_configured:
-        text += " (Built-in extractor: configure LLM_BINDING for a richer graph and written answers.)"
-    return text
+
+
+def still_indexing(document: dict[str, Any]) -> str:
+    """What a model can relay about a document still in the pipeline, with the track id to ask again."""
+    progress = document.get("progress")
+    if progress:
+        where = (
+            f"indexing, ~{progress['percent']}% done ({progress['chunks_done']} of {progress['chunks_total']} "
+            f"passages read{', now ' + progress['stage'] if progress['stage'] != 'reading passages' else ''})"
+        )
+    else:
+        where = "queued for indexing" if document["status"] == "pending" else "being prepared for indexing"
+    return (
+        f"'{document['filename']}' is {where}; it goes on in the background. Ask again in a minute: "
+        f"lightrag_get_status with track_id {document['track_id']}."
+    )

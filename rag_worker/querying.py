@@ -16,16 +16,13 @@ from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
 from rag_worker.documents import name_from_file_path
 from rag_worker.engine import Workspace
+from rag_worker.vector_flush import reading_committed_state
 
 log = logging.getLogger("rag_worker.querying")
 
 PREVIEW_CHARS = 300
-CONTEXT_ENTITY_LIMIT = 20
-NO_LLM_NOTE = (
-    "No LLM is configured, so this is the retrieved context, not a written answer: answer from the passages "
-    "and cite their filenames. Set LLM_BINDING (openai, azure_openai or ollama), LLM_MODEL and "
-    "LLM_BINDING_HOST/LLM_BINDING_API_KEY for written answers and a richer knowledge graph."
-)
+# Not sent with query results (every call would repeat it): the server instructions and the
+# health check say it once. Kept here as the one wording of it.
 LLM_FAILED_NOTE = (
     "The LLM did not answer (unreachable or too slow), so these are the retrieved passages, not a written "
     "answer: answer from them and cite their filenames. lightrag_health_check shows the LLM's state."
@@ -76,10 +73,8 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
         raise RagError(ErrorCode.INVALID_PARAMETER, "The query is empty.")
     param = query_param(args, stream=stream, with_llm=with_llm)
     try:
-        if with_llm:
-            raw = await ws.rag.aquery_llm(query, param)
-        else:
-            raw = await ws.rag.aquery_data(query, param)
+        with reading_committed_state():
+            raw = await (ws.rag.aquery_llm if with_llm else ws.rag.aquery_data)(query, param)
     except ValueError as exc:  # LightRAG's own query validation (too short, empty after cleaning)
         raise RagError(ErrorCode.INVALID_PARAMETER, f"The query was refused: {str(exc)[:200]}") from None
     data = raw.get("data") or {}
@@ -94,7 +89,8 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
             llm_failed = True  # retrieval may still have worked: answer with the passages
     if llm_failed and mode == "naive" and not data.get("chunks"):
         # LightRAG drops the retrieved passages when the answer fails; naive retrieval needs no LLM.
-        raw = await ws.rag.aquery_data(query, query_param(args, stream=False, with_llm=False))
+        with reading_committed_state():
+            raw = await ws.rag.aquery_data(query, query_param(args, stream=False, with_llm=False))
         data = raw.get("data") or {}
     sources = await _sources(ws, query, data.get("chunks") or [], float(args.get("cosine_threshold", 0.0)))
     found = bool(sources or data.get("entities") or data.get("relationships") or answer)
@@ -116,18 +112,11 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
     elif not found:
         status = "no_results"
         notes.append(NO_RESULTS_NOTE)
-    elif with_llm:
-        status = "answered"
     else:
-        status = "context_only"
-        if ws.llm_configured:
-            notes.append("only_context was requested: no LLM answer was generated.")
-        else:
-            notes.append(NO_LLM_NOTE)
+        status = "answered" if with_llm else "context_only"
     if stream and not with_llm and found:
         for index, source in enumerate(sources):
-            await ctx.progress(index + 1, len(sources), f"[{index + 1}] {source['filename']}: {source['content_preview']}")
-    context = None if with_llm or not found else _context_text(sources, data)
+            await ctx.progress(index + 1, len(sources), f"[{index + 1}] {source['filename']}: {_preview(source['content'])}")
     entities = [_entity(e) for e in (data.get("entities") or [])]
     relationships = [_relation(r) for r in (data.get("relationships") or [])]
     metadata = raw.get("metadata") or {}
@@ -136,7 +125,6 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
         "mode": mode,
         "status": status,
         "answer": answer,
-        "context": context,
         "sources": sources,
         "entities": entities,
         "relationships": relationships,
@@ -146,7 +134,7 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
             "chunks_used": len(sources),
             "processing_time_s": round(time.perf_counter() - started, 3),
             "keywords": metadata.get("keywords") or {},
-            "token_usage": _token_usage(context, answer),
+            "token_usage": _token_usage(None if with_llm else sum(len(s["content"]) for s in sources), answer),
             "cache_hit": False,
             "llm": ws.components.get("llm_name"),
         },
@@ -194,7 +182,6 @@ async def _sources(ws: Workspace, query: str, chunks: list[dict[str, Any]], thre
                 "document_id": doc_id,
                 "filename": record.get("filename") or name_from_file_path(str(chunk.get("file_path") or "")) or "unknown",
                 "chunk_id": chunk_id,
-                "content_preview": content[:PREVIEW_CHARS] + ("…" if len(content) > PREVIEW_CHARS else ""),
                 "content": content,
                 "relevance_score": None if score is None else round(score, 4),
                 "positions": {"chunk_index": (row or {}).get("chunk_order_index")} if row else None,
@@ -206,10 +193,12 @@ async def _sources(ws: Workspace, query: str, chunks: list[dict[str, Any]], thre
 
 async def _relevance(ws: Workspace, query: str, chunk_ids: list[str]) -> dict[str, float]:
     try:
-        vectors = await ws.rag.chunks_vdb.get_vectors_by_ids(chunk_ids)
+        with reading_committed_state():
+            vectors = await ws.rag.chunks_vdb.get_vectors_by_ids(chunk_ids)
         if not vectors:
             return {}
-        query_vector = np.asarray((await ws.rag.embedding_func([query]))[0], dtype=np.float32)
+        # context="query": the question's own lane and cache, never behind indexing's batches.
+        query_vector = np.asarray((await ws.rag.embedding_func([query], context="query"))[0], dtype=np.float32)
         query_vector /= float(np.linalg.norm(query_vector)) or 1.0
         scores = {}
         for chunk_id, vector in vectors.items():
@@ -238,28 +227,13 @@ def _relation(relation: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _context_text(sources: list[dict[str, Any]], data: dict[str, Any]) -> str:
-    """The retrieved context as text an agent can answer from, passages first."""
-    lines = ["Passages (most relevant first):"]
-    for index, source in enumerate(sources, 1):
-        score = source["relevance_score"]
-        lines.append(
-            f"\n[{index}] {source['filename']} (document {source['document_id']}, chunk {source['chunk_id']}"
-            + (f", relevance {score:.2f}" if score is not None else "")
-            + f")\n{source['content']}"
-        )
-    entities = data.get("entities") or []
-    if entities:
-        lines.append("\nEntities:")
-        for entity in entities[:CONTEXT_ENTITY_LIMIT]:
-            description = str(entity.get("description") or "").replace("<SEP>", " ")[:300]
-            lines.append(f"- {entity.get('entity_name')} ({entity.get('entity_type')}): {description}")
-    return "\n".join(lines)
+def _preview(content: str) -> str:
+    return content[:PREVIEW_CHARS] + ("…" if len(content) > PREVIEW_CHARS else "")
 
 
-def _token_usage(context: str | None, answer: str | None) -> dict[str, Any]:
+def _token_usage(context_chars: int | None, answer: str | None) -> dict[str, Any]:
     """Token counts estimated at 4 characters a token (exact counting cost ~1 ms a query)."""
-    prompt = len(context) // 4 if context else None
+    prompt = context_chars // 4 if context_chars else None
     completion = len(answer) // 4 if answer else None
     total = (prompt or 0) + (completion or 0) if (prompt or completion) else None
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total, "estimated": True}

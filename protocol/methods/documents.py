@@ -9,45 +9,19 @@ SORT_FIELDS = ["created_date", "updated_date", "title", "filename", "status", "s
 MAX_LIST_LIMIT = 200
 MAX_DELETE_IDS = 100
 
-DOCUMENT_ID = string(
-    "A document id (doc-…) from lightrag_list_documents or an upload result; the document's file name is accepted too.",
-    max_length=255,
-    min_length=1,
-)
+DOCUMENT_ID = string("doc-… id or file name", max_length=255, min_length=1)
 
 LIST_DOCUMENTS_PARAMS = obj(
     {
-        "status_filter": string(
-            "Only documents in this indexing state (omit, or all, for every state): pending, parsing, analyzing "
-            "and processing are still indexing; processed is searchable; failed has an error_message.",
-            enum=[*DOCUMENT_STATES, "all"],
-        ),
-        "limit": integer("Documents per page.", minimum=1, maximum=MAX_LIST_LIMIT, default=50),
-        "offset": integer("Documents to skip (for the next page: offset + limit).", maximum=10**7, default=0),
-        "sort_by": string(
-            "Sort key: created_date (upload time), updated_date (last state change), title, filename, "
-            "status (pipeline order), size (bytes) or processing_time.",
-            enum=SORT_FIELDS,
-            default="created_date",
-        ),
-        "sort_order": string("asc or desc.", enum=["asc", "desc"], default="desc"),
-        "search_query": string(
-            "Case-insensitive text to find in the file name, title, document id or metadata values "
-            "(tags, author, source, …).",
-            max_length=500,
-        ),
+        "status_filter": string(enum=[*DOCUMENT_STATES, "all"]),
+        "limit": integer(minimum=1, maximum=MAX_LIST_LIMIT, default=50),
+        "offset": integer(maximum=10**7, default=0),
+        "sort_by": string(enum=SORT_FIELDS, default="created_date"),
+        "sort_order": string(enum=["asc", "desc"], default="desc"),
+        "search_query": string("text in name, title, id or metadata", max_length=500),
         "date_range": obj(
-            {
-                "start_date": string(
-                    "Earliest upload time, ISO 8601 date or date-time (e.g. 2025-01-31 or 2025-01-31T08:00:00Z); "
-                    "inclusive.",
-                    max_length=64,
-                ),
-                "end_date": string(
-                    "Latest upload time, ISO 8601; a date alone includes that whole day (UTC).", max_length=64
-                ),
-            },
-            "Only documents uploaded in this range (UTC when no offset is given).",
+            {"start_date": string(max_length=64), "end_date": string(max_length=64)},
+            "upload time, ISO 8601 (UTC), inclusive",
         ),
     }
 )
@@ -115,30 +89,13 @@ LIST_DOCUMENTS_RESULT = obj(
 
 DELETE_DOCUMENTS_PARAMS = obj(
     {
-        "document_ids": array(DOCUMENT_ID, "Documents to delete.", min_items=1, max_items=MAX_DELETE_IDS),
+        "document_ids": array(DOCUMENT_ID, min_items=1, max_items=MAX_DELETE_IDS),
         "delete_options": obj(
             {
-                "cascade_delete": boolean(
-                    "true: also remove the entities and relations only these documents supported (shared ones "
-                    "are rebuilt from the remaining documents). false: refuse to delete a document that is the "
-                    "only source of any entity or relation, so the graph keeps every entity and relation.",
-                    default=True,
-                ),
-                "create_backup": boolean(
-                    "Write a JSON backup of everything deleted (text, status, metadata, chunks, entities, "
-                    "relations) into the knowledge base's backups folder first; if it cannot be written nothing "
-                    "is deleted.",
-                    default=False,
-                ),
-                "notify_on_completion": boolean(
-                    "Accepted for compatibility and ignored: progress is reported while the call runs when the "
-                    "client asks for progress."
-                ),
-                "force_delete": boolean(
-                    "Also delete documents stuck in pending/processing while no indexing runs (e.g. after a "
-                    "crash). Never interrupts a running indexing job.",
-                    default=False,
-                ),
+                "cascade_delete": boolean("false: refuse if entities or relations would go", default=True),
+                "create_backup": boolean("JSON backup first", default=False),
+                "notify_on_completion": boolean(),  # accepted for seed-002 callers, ignored
+                "force_delete": boolean("also documents stuck pending/processing", default=False),
             }
         ),
     },

@@ -11,13 +11,11 @@ MAX_RELATIONSHIPS = 50
 MAX_MERGE = 50
 
 ENTITY_NAME = string(max_length=MAX_NAME, min_length=1)
+LABELS = array(string(max_length=64, min_length=1), max_items=20)
 
 PROPERTIES = {
     "type": "object",
-    "description": (
-        'Extra facts to set on the entity, e.g. {"website": "acme.example", "founded": "1999"}: string '
-        "values; null removes a property. Use description and entity_type for those two fields."
-    ),
+    "description": 'e.g. {"website": "acme.example"}; null removes one',
     "maxProperties": 32,
     "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9_]{0,63}$"},
     "additionalProperties": nullable(string(max_length=MAX_PROPERTY_VALUE)),
@@ -25,10 +23,10 @@ PROPERTIES = {
 
 RELATIONSHIP_TO_ADD = obj(
     {
-        "target": string("Name of the other entity (it must exist).", max_length=MAX_NAME, min_length=1),
-        "description": string("What links the two entities, in a sentence.", max_length=MAX_DESCRIPTION, min_length=1),
-        "keywords": string("Comma-separated relationship keywords, e.g. 'founded, leads'.", max_length=500),
-        "weight": number("Strength of the relationship (default 1).", maximum=1000),
+        "target": ENTITY_NAME,
+        "description": string(max_length=MAX_DESCRIPTION, min_length=1),
+        "keywords": string("comma-separated", max_length=500),
+        "weight": number(maximum=1000),
     },
     required=["target", "description"],
 )
@@ -37,67 +35,27 @@ UPDATE_ENTITY = MethodSpec(
     "graph/update_entity",
     obj(
         {
-            "entity_id": string(
-                "The entity's name as lightrag_search_entities shows it, e.g. 'Acme Corporation'.",
-                max_length=MAX_NAME,
-                min_length=1,
-            ),
+            "entity_id": string("entity name", max_length=MAX_NAME, min_length=1),
             "updates": obj(
                 {
-                    "description": string(
-                        "New description (replaces it, or is appended with merge_mode 'append').",
-                        max_length=MAX_DESCRIPTION,
-                        min_length=1,
-                    ),
-                    "entity_type": string("New type, e.g. PERSON, ORGANIZATION, CONCEPT.", max_length=64, min_length=1),
+                    "description": string(max_length=MAX_DESCRIPTION, min_length=1),
+                    "entity_type": string(max_length=64, min_length=1),
                     "properties": PROPERTIES,
-                    "add_labels": array(
-                        string(max_length=64, min_length=1), "Tags to add to the entity.", max_items=20
-                    ),
-                    "remove_labels": array(
-                        string(max_length=64, min_length=1), "Tags to remove from the entity.", max_items=20
-                    ),
-                    "new_name": string(
-                        "Rename the entity (its relationships follow). Renaming onto an existing entity "
-                        "needs update_options.allow_merge.",
-                        max_length=MAX_NAME,
-                        min_length=1,
-                    ),
-                    "add_relationships": array(
-                        RELATIONSHIP_TO_ADD,
-                        "Relationships to create (an existing one with the same target is updated).",
-                        max_items=MAX_RELATIONSHIPS,
-                    ),
-                    "remove_relationships": array(
-                        ENTITY_NAME,
-                        "Names of entities whose relationship with this entity is removed.",
-                        max_items=MAX_RELATIONSHIPS,
-                    ),
-                },
-                "What to change; at least one field (or merge_entities).",
+                    "add_labels": LABELS,
+                    "remove_labels": LABELS,
+                    "new_name": string(max_length=MAX_NAME, min_length=1),
+                    "add_relationships": array(RELATIONSHIP_TO_ADD, max_items=MAX_RELATIONSHIPS),
+                    "remove_relationships": array(ENTITY_NAME, "target names", max_items=MAX_RELATIONSHIPS),
+                }
             ),
             "update_options": obj(
                 {
-                    "merge_mode": string(
-                        "replace (default): new values overwrite; append: description and property values "
-                        "are added after the existing text.",
-                        enum=["replace", "append"],
-                        default="replace",
-                    ),
-                    "create_if_missing": boolean(
-                        "Create the entity when it does not exist (needs a description).", default=False
-                    ),
-                    "allow_merge": boolean(
-                        "When new_name is an existing entity, merge this entity into it.", default=False
-                    ),
+                    "merge_mode": string(enum=["replace", "append"], default="replace"),
+                    "create_if_missing": boolean(default=False),
+                    "allow_merge": boolean("new_name may be an existing entity", default=False),
                 }
             ),
-            "merge_entities": array(
-                ENTITY_NAME,
-                "Duplicate entities to merge INTO this one: their descriptions and relationships move here "
-                "and they are removed.",
-                max_items=MAX_MERGE,
-            ),
+            "merge_entities": array(ENTITY_NAME, "duplicates to merge into this one", max_items=MAX_MERGE),
         },
         required=["entity_id"],
     ),

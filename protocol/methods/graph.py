@@ -11,10 +11,8 @@ MAX_NODES = 1000
 MAX_EDGES = 2000
 MAX_REGEX_CHARS = 300
 
-ENTITY_NAME = string(
-    "An entity name as it appears in the graph (see lightrag_search_entities).", max_length=500, min_length=1
-)
-TYPE_LIST = array(string(max_length=100, min_length=1), max_items=50)
+ENTITY_NAME = string("entity name", max_length=500, min_length=1)
+TYPE_LIST = array(string(max_length=100), max_items=50)
 COUNTS = obj({}, closed=False)  # name → count
 
 SOURCE_DOCUMENT = obj(
@@ -26,56 +24,26 @@ SOURCE_DOCUMENTS = array(SOURCE_DOCUMENT, max_items=1000)
 # -------------------------------------------------------------------------------------- graph/get
 GRAPH_OPTIONS = obj(
     {
-        "min_degree": integer("Keep only entities with at least this many relations.", maximum=100_000, default=0),
-        "entity_types": array(
-            string(max_length=100, min_length=1),
-            "Keep only entities of these types (e.g. person, organization, concept, method).",
-            max_items=50,
-        ),
-        "relationship_types": array(
-            string(max_length=100, min_length=1),
-            "Keep only relations having one of these keywords (e.g. co-occurrence, led).",
-            max_items=50,
-        ),
-        "min_weight": number("Keep only relations with at least this weight.", maximum=1e9, default=0.0),
-        "max_seed_entities": integer(
-            "With `query`: how many of the entities the query hits to center the subgraph on.",
-            minimum=1,
-            maximum=20,
-            default=5,
-        ),
-        "mermaid_direction": string(
-            "Mermaid layout: LR (left to right) or TD (top down).", enum=["LR", "TD"], default="LR"
-        ),
-    },
-    "Filters and layout options.",
+        "min_degree": integer(maximum=100_000, default=0),
+        "entity_types": TYPE_LIST,
+        "relationship_types": array(string(max_length=100), "keywords", max_items=50),
+        "min_weight": number(maximum=1e9, default=0.0),
+        "max_seed_entities": integer("with query", minimum=1, maximum=20, default=5),
+        "mermaid_direction": string(enum=["LR", "TD"], default="LR"),
+    }
 )
 
 GET_GRAPH_PARAMS = obj(
     {
-        "label_filter": string(
-            "An entity name: the graph around it; or an entity type (e.g. person): all entities of that type; "
-            "or '*' / absent: the whole graph (most connected entities first).",
-            max_length=500,
-        ),
-        "entity": string("Center the subgraph on this entity (same as label_filter with a name).", max_length=500),
-        "query": string(
-            "Center the subgraph on the entities this text mentions or is about (names and meaning).",
-            max_length=2000,
-        ),
-        "max_depth": integer("Hops from the center entity(ies).", minimum=1, maximum=5, default=2),
-        "max_nodes": integer("Most entities to return.", minimum=1, maximum=MAX_NODES, default=200),
-        "max_edges": integer("Most relations to return (strongest first).", minimum=1, maximum=MAX_EDGES, default=500),
-        "include_properties": boolean(
-            "Include every stored property (description, source chunks, files, created_at).", default=True
-        ),
+        "label_filter": string("entity name, entity type, or * for all", max_length=500),
+        "entity": string(max_length=500),
+        "query": string("center on this text's entities", max_length=2000),
+        "max_depth": integer(minimum=1, maximum=5, default=2),
+        "max_nodes": integer(minimum=1, maximum=MAX_NODES, default=200),
+        "max_edges": integer(minimum=1, maximum=MAX_EDGES, default=500),
+        "include_properties": boolean(default=True),
         "graph_options": GRAPH_OPTIONS,
-        "output_format": string(
-            "json: nodes and edges in the result; graphml/gexf: files for Gephi, yEd, NetworkX; cypher: a Neo4j "
-            "load script; mermaid: a diagram a chat can render.",
-            enum=OUTPUT_FORMATS,
-            default="json",
-        ),
+        "output_format": string(enum=OUTPUT_FORMATS, default="json"),
     }
 )
 
@@ -154,37 +122,20 @@ GET_GRAPH = MethodSpec("graph/get", GET_GRAPH_PARAMS, GET_GRAPH_RESULT)
 # ---------------------------------------------------------------------------- graph/search_entities
 SEARCH_OPTIONS = obj(
     {
-        "search_type": string(
-            "fuzzy (default; typo-tolerant, ranked), exact (the whole name), semantic (by meaning, with the "
-            "embedding index), regex (a regular expression on names; bounded in time).",
-            enum=SEARCH_TYPES,
-            default="fuzzy",
-        ),
-        "search_fields": array(
-            string(enum=["name", "description"]),
-            "Where fuzzy and regex searches look (default: name).",
-            max_items=2,
-        ),
-        "entity_types": array(string(max_length=100, min_length=1), "Keep only entities of these types.", max_items=50),
-        "case_sensitive": boolean("Match letter case (exact, fuzzy and regex).", default=False),
-        "min_score": number(
-            "Minimum score 0-1 (fuzzy default 0.6, semantic: the index's similarity threshold).", maximum=1.0
-        ),
-    },
-    "How to search.",
+        "search_type": string(enum=SEARCH_TYPES, default="fuzzy"),
+        "search_fields": array(string(enum=["name", "description"]), max_items=2),
+        "entity_types": TYPE_LIST,
+        "case_sensitive": boolean(default=False),
+        "min_score": number(maximum=1.0),
+    }
 )
 
 SEARCH_ENTITIES_PARAMS = obj(
     {
-        "query": string(
-            f"The name (or part of it), a description of what you look for (semantic), or a regular expression "
-            f"(regex, at most {MAX_REGEX_CHARS} characters).",
-            max_length=1000,
-            min_length=1,
-        ),
+        "query": string(f"name, meaning, or regex (≤{MAX_REGEX_CHARS} chars)", max_length=1000, min_length=1),
         "search_options": SEARCH_OPTIONS,
-        "limit": integer("Most matches to return.", minimum=1, maximum=100, default=20),
-        "offset": integer("Matches to skip (pagination).", maximum=100_000, default=0),
+        "limit": integer(minimum=1, maximum=100, default=20),
+        "offset": integer(maximum=100_000, default=0),
     },
     required=["query"],
 )
@@ -221,33 +172,20 @@ SEARCH_ENTITIES = MethodSpec("graph/search_entities", SEARCH_ENTITIES_PARAMS, SE
 # ------------------------------------------------------------------------ graph/entity_relationships
 RELATIONSHIP_FILTERS = obj(
     {
-        "relationship_types": array(
-            string(max_length=100, min_length=1),
-            "Follow only relations having one of these keywords (case-insensitive), e.g. co-occurrence.",
-            max_items=50,
-        ),
-        "direction": string(
-            "outgoing: relations stored with this entity as source; incoming: as target; both (default). "
-            "LightRAG's relations are undirected: the direction is the source → target order the graph "
-            "storage keeps, so 'both' is what you usually want.",
-            enum=DIRECTIONS,
-            default="both",
-        ),
-        "target_entity_types": array(
-            string(max_length=100, min_length=1), "Report only relations to entities of these types.", max_items=50
-        ),
-        "min_weight": number("Follow only relations with at least this weight.", maximum=1e9, default=0.0),
-    },
-    "Which relations to follow and report.",
+        "relationship_types": array(string(max_length=100), "keywords", max_items=50),
+        "direction": string(enum=DIRECTIONS, default="both"),
+        "target_entity_types": TYPE_LIST,
+        "min_weight": number(maximum=1e9, default=0.0),
+    }
 )
 
 ENTITY_RELATIONSHIPS_PARAMS = obj(
     {
         "entity_id": ENTITY_NAME,
         "relationship_filters": RELATIONSHIP_FILTERS,
-        "max_depth": integer("Hops to follow (1 = direct relations only).", minimum=1, maximum=3, default=1),
-        "limit": integer("Most relations to return.", minimum=1, maximum=500, default=50),
-        "offset": integer("Relations to skip (pagination).", maximum=100_000, default=0),
+        "max_depth": integer(minimum=1, maximum=3, default=1),
+        "limit": integer(minimum=1, maximum=500, default=50),
+        "offset": integer(maximum=100_000, default=0),
     },
     required=["entity_id"],
 )

@@ -9,17 +9,12 @@ MAX_TEXT_CHARS = 5_000_000
 
 METADATA = {
     "type": "object",
-    "description": (
-        "Optional facts stored with the document and returned in listings and query sources, "
-        'e.g. {"tags": ["finance"], "author": "A. Smith", "source": "intranet"}.'
-    ),
     "maxProperties": 32,
-    "propertyNames": {"pattern": "^[A-Za-z0-9_.-]{1,64}$"},
+    # Key characters are checked by the worker (rag_worker.ingest.metadata), with an error naming the key.
+    "propertyNames": {"maxLength": 64},
     "additionalProperties": {
         "anyOf": [
-            {"type": "string", "maxLength": 2000},
-            {"type": "number", "maximum": 1e15, "minimum": -1e15},
-            {"type": "boolean"},
+            {"type": ["string", "number", "boolean"], "maxLength": 2000, "maximum": 10**15, "minimum": -(10**15)},
             {"type": "array", "maxItems": 50, "items": {"type": "string", "maxLength": 200}},
         ]
     },
@@ -27,12 +22,9 @@ METADATA = {
 
 PROCESSING_OPTIONS = obj(
     {
-        "chunk_size": integer("Tokens per chunk.", minimum=100, maximum=8000),
-        "chunk_overlap": integer("Tokens shared by neighbouring chunks.", minimum=0, maximum=2000),
-        "enable_entity_extraction": boolean(
-            "Build knowledge-graph entities and relations (default true); false indexes vectors only.",
-            default=True,
-        ),
+        "chunk_size": integer(minimum=100, maximum=8000),
+        "chunk_overlap": integer(minimum=0, maximum=2000),
+        "enable_entity_extraction": boolean(default=True),
     }
 )
 
@@ -56,6 +48,7 @@ INGEST_RESULT = obj(
         "content_hash": string(max_length=128),
         "metadata": open_object(),
         "error": nullable(string(max_length=4000)),
+        "progress": nullable(open_object("While indexing: chunks_done, chunks_total, percent, stage.")),
         "message": string(max_length=4000),
         "timings": open_object("Seconds spent decoding, extracting, queueing and waiting for indexing."),
     },
@@ -66,20 +59,9 @@ UPLOAD = MethodSpec(
     "documents/upload",
     obj(
         {
-            "filename": string(
-                "The document's file name with its extension, e.g. report.pdf or notes.md (no folders).",
-                max_length=255,
-                min_length=1,
-            ),
-            "content": string(
-                "The file's bytes, base64-encoded (a data: URL is accepted too).",
-                max_length=MAX_BASE64_CHARS,
-                min_length=1,
-            ),
-            "mimeType": string(
-                "The file's MIME type, e.g. application/pdf or text/markdown; checked against the content.",
-                max_length=255,
-            ),
+            "filename": string("e.g. report.pdf", max_length=255, min_length=1),
+            "content": string("base64 bytes", max_length=MAX_BASE64_CHARS, min_length=1),
+            "mimeType": string("e.g. application/pdf", max_length=255),
             "metadata": METADATA,
         },
         required=["filename", "content"],
@@ -91,10 +73,8 @@ INSERT_TEXT = MethodSpec(
     "documents/insert_text",
     obj(
         {
-            "text": string("The text to index.", max_length=MAX_TEXT_CHARS, min_length=1),
-            "title": string(
-                "A name for the document; inserting new text under the same title replaces it.", max_length=255
-            ),
+            "text": string(max_length=MAX_TEXT_CHARS, min_length=1),
+            "title": string("new text under a title replaces it", max_length=255),
             "metadata": METADATA,
             "processing_options": PROCESSING_OPTIONS,
         },
@@ -103,11 +83,7 @@ INSERT_TEXT = MethodSpec(
     INGEST_RESULT,
 )
 
-GLOBS = array(
-    string(max_length=200, min_length=1),
-    'Glob patterns in .gitignore syntax, matched against paths inside the folder, e.g. ["*.py", "docs/**/*.md"].',
-    max_items=50,
-)
+GLOBS = array(string(max_length=200), '.gitignore globs, e.g. ["*.py", "docs/**"]', max_items=50)
 
 JOB_RESULT = obj(
     {
@@ -130,31 +106,18 @@ INSERT_FILE = MethodSpec(
     "documents/insert_file",
     obj(
         {
-            "file_path": string(
-                "A file or folder on the server's disk, absolute or relative to an allowed directory.",
-                max_length=4096,
-                min_length=1,
-            ),
+            "file_path": string("file or folder; a bare name finds a LibreChat attachment", max_length=4096, min_length=1),
             "include": GLOBS,
-            "exclude": GLOBS,
-            "recursive": boolean("Folders: include sub-folders (default true).", default=True),
-            "use_gitignore": boolean("Folders: skip what .gitignore files exclude (default true).", default=True),
-            "remove_missing": boolean(
-                "Folders: delete documents of this folder whose files no longer exist (default false).",
-                default=False,
-            ),
+            "exclude": {key: value for key, value in GLOBS.items() if key != "description"},
+            "recursive": boolean(default=True),
+            "use_gitignore": boolean(default=True),
+            "remove_missing": boolean("delete documents whose files are gone", default=False),
             "metadata": METADATA,
             "processing_options": PROCESSING_OPTIONS,
             "file_validation": obj(
                 {
-                    "max_size_mb": number(
-                        "Skip files larger than this (at most the server's limit).", minimum=0.001, maximum=1024
-                    ),
-                    "allowed_extensions": array(
-                        string(max_length=20, min_length=1),
-                        'Only files with these extensions, e.g. ["md", "py"].',
-                        max_items=50,
-                    ),
+                    "max_size_mb": number(minimum=0.001, maximum=1024),
+                    "allowed_extensions": array(string(max_length=20), 'e.g. ["md", "py"]', max_items=50),
                 }
             ),
         },
@@ -173,9 +136,9 @@ INSERT_FILE = MethodSpec(
 
 BATCH_ITEM = obj(
     {
-        "item_type": string("file (a path on the server), text, or url (http/https).", enum=["file", "text", "url"]),
-        "content": string("The file path, the text itself, or the URL.", max_length=1_000_000, min_length=1),
-        "title": string("A name for a text item; for files and URLs, a title to record.", max_length=255),
+        "item_type": string(enum=["file", "text", "url"]),
+        "content": string("path, text or URL", max_length=1_000_000, min_length=1),
+        "title": string(max_length=255),
         "metadata": METADATA,
     },
     required=["item_type", "content"],
@@ -185,15 +148,11 @@ BATCH_PROCESS = MethodSpec(
     "documents/batch",
     obj(
         {
-            "items": array(BATCH_ITEM, "What to index.", max_items=100, min_items=1),
+            "items": array(BATCH_ITEM, max_items=100, min_items=1),
             "batch_options": obj(
                 {
-                    "max_concurrent": integer(
-                        "Items read, fetched and parsed at once (default 3).", minimum=1, maximum=10, default=3
-                    ),
-                    "stop_on_error": boolean(
-                        "Skip the remaining items after the first failure (default false).", default=False
-                    ),
+                    "max_concurrent": integer(minimum=1, maximum=10, default=3),
+                    "stop_on_error": boolean(default=False),
                 }
             ),
             "processing_options": PROCESSING_OPTIONS,
@@ -207,12 +166,10 @@ GET_STATUS = MethodSpec(
     "documents/status",
     obj(
         {
-            "track_id": string("A track id returned by an upload or insert.", max_length=128),
-            "document_ids": array(string(max_length=128), "Document ids to look up.", max_items=100),
-            "batch_id": string(
-                "A batch_id from lightrag_batch_process or a folder lightrag_insert_file.", max_length=128
-            ),
-            "cancel": boolean("With batch_id: stop the batch (documents already queued finish).", default=False),
+            "track_id": string(max_length=128),
+            "document_ids": array(string(max_length=128), max_items=100),
+            "batch_id": string(max_length=128),
+            "cancel": boolean("stop the batch_id", default=False),
         }
     ),
     obj(
@@ -222,6 +179,8 @@ GET_STATUS = MethodSpec(
             "pipeline": open_object("The indexing pipeline: busy, current job, progress."),
             "message": string(max_length=8000),
             **{key: value for key, value in JOB_RESULT["properties"].items() if key != "message"},
+            # A batch's state, or the one document's state when the call names one document.
+            "status": string(enum=sorted({*DOCUMENT_STATE["enum"], *JOB_RESULT["properties"]["status"]["enum"]})),
         },
         closed=False,
     ),

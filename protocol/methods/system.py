@@ -76,13 +76,8 @@ HEALTH = MethodSpec(
     "system/health",
     obj(
         {
-            "include_detailed": boolean(
-                "Include per-component details and configuration summary.", default=False
-            ),
-            "check_dependencies": boolean(
-                "Actively open the caller's knowledge base (storages, embedding model) and time it.",
-                default=False,
-            ),
+            "include_detailed": boolean(default=False),
+            "check_dependencies": boolean("time storages, embedding model, LLM", default=False),
         }
     ),
     obj(
@@ -124,15 +119,7 @@ CLEAR_CACHE = MethodSpec(
     "system/clear_cache",
     obj(
         {
-            "cache_types": array(
-                string(enum=CACHE_TYPES),
-                "Which caches to clear: llm (LLM responses cached at query time), query (cached answers), "
-                "embedding (vectors of recent query texts), document (parsed documents), graph (the in-memory "
-                "graph, re-read from storage), or all. The entity-extraction cache is always kept: deleting "
-                "documents needs it.",
-                max_items=6,
-                min_items=1,
-            ),
+            "cache_types": array(string(enum=CACHE_TYPES), max_items=6, min_items=1),
         },
         required=["cache_types"],
     ),
@@ -152,26 +139,19 @@ CLEAR_CACHE = MethodSpec(
 
 STAT_CATEGORIES = ["queries", "documents", "performance", "memory", "storage", "restarts", "audit"]
 TIME_RANGES = ["last_hour", "last_day", "last_week", "last_month", "all"]
-ISO_TIME = string("ISO 8601 date or date-time (UTC when no offset is given).", max_length=64)
+ISO_TIME = string(max_length=64)
 
 SYSTEM_STATS = MethodSpec(
     "system/stats",
     obj(
         {
             "time_range": {
-                "description": (
-                    "Period to report on: last_hour, last_day (default), last_week, last_month or all; or "
-                    "{\"start\": ISO time, \"end\": ISO time}."
-                ),
-                "anyOf": [string(enum=TIME_RANGES), obj({"start": ISO_TIME, "end": ISO_TIME})],
+                "anyOf": [string(enum=TIME_RANGES), obj({"start": ISO_TIME, "end": ISO_TIME}, "ISO 8601")]
             },
             "stat_categories": array(
-                string(enum=STAT_CATEGORIES),
-                "Sections to include (default: all but audit). audit lists the changes made to your knowledge "
-                "base (uploads, deletes, edits, cache clears), newest first.",
-                max_items=len(STAT_CATEGORIES),
+                string(enum=STAT_CATEGORIES), "default: all but audit", max_items=len(STAT_CATEGORIES)
             ),
-            "audit_limit": integer("Most audit entries to return.", minimum=1, maximum=500, default=50),
+            "audit_limit": integer(minimum=1, maximum=500, default=50),
         }
     ),
     obj(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from rag_worker.batches import load_source, text_source
 from rag_worker.context import RequestContext
 from rag_worker.documents import SourceDocument, status_counts
 from rag_worker.engine import Workspace
-from rag_worker.indexing import describe_document, describe_ingest, index_document
+from rag_worker.indexing import describe_document, describe_ingest, index_document, still_indexing
 from rag_worker.ingest import (
     BYTES_PER_MB,
     FORMATS,
@@ -36,15 +37,18 @@ CANCEL_WAIT_S = 10.0
 
 def _decode_and_extract(
     content: str, filename: str, declared: str | None, max_bytes: int
-) -> tuple[DocFormat, int, ExtractedDocument, dict[str, float]]:
-    """Decode and identify the upload here (cheap, bounded); parse it in an extractor process."""
+) -> tuple[DocFormat, int, str, ExtractedDocument, dict[str, float]]:
+    """Decode and identify the upload here (cheap, bounded); parse it in an extractor process.
+
+    Returns the format, the size and SHA-256 of the bytes (with the name, the document's identity),
+    the extracted document and timings."""
     started = time.perf_counter()
     data = decode_base64(content, max_bytes)
     fmt = detect_format(data, filename, declared)
     decoded = time.perf_counter()
     extracted = extract_isolated(data, fmt, filename=filename, timeout=EXTRACTION_TIMEOUT_S)
     timings = {"decode_s": round(decoded - started, 4), "extract_s": round(time.perf_counter() - decoded, 4)}
-    return fmt, len(data), extracted, timings
+    return fmt, len(data), hashlib.sha256(data).hexdigest(), extracted, timings
 
 
 def _stored_mime(fmt: DocFormat, declared: str | None) -> str:
@@ -65,7 +69,7 @@ async def upload(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     metadata = validate_metadata(args.get("metadata"))
     declared = args.get("mimeType") or data_url_mime(args["content"])
     max_bytes = int(ctx.state.settings.max_file_mb * BYTES_PER_MB)
-    fmt, size, extracted, timings = await ctx.run_cpu(
+    fmt, size, digest, extracted, timings = await ctx.run_cpu(
         _decode_and_extract, args["content"], filename, declared, max_bytes
     )
     source = SourceDocument(
@@ -77,9 +81,14 @@ async def upload(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
         title=extracted.title,
         metadata=metadata,
         word_count=extracted.words,
+        source_sha256=digest,
+        ocr_pages=extracted.ocr_pages,
+        empty_pages=extracted.empty_pages,
     )
     result = await index_document(ctx, source)
     result["timings"] = {**timings, **result.get("timings", {})}
+    if extracted.ocr_pages or extracted.empty_pages:
+        result |= {"ocr_pages": extracted.ocr_pages, "empty_pages": extracted.empty_pages}
     if extracted.warnings:
         result["message"] += " Warnings: " + "; ".join(extracted.warnings)
     return result
@@ -178,7 +187,7 @@ async def _run_job(ctx: RequestContext, job: Job) -> dict[str, Any]:
     await ctx.state.engines.get(ctx.workspace)  # WORKSPACE_BUSY and the like fail the call, not the job
     runner = ctx.state.batches
     runner.start(job)
-    await runner.wait(job.id, ctx.state.settings.wait_seconds, ctx)
+    await runner.wait(job.id, max(0.0, ctx.deadline(ctx.state.settings.wait_seconds) - time.monotonic()), ctx)
     return job_view(runner.load(ctx.workspace, job.id) or job)
 
 
@@ -208,13 +217,26 @@ async def get_status(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any
             ErrorCode.DOCUMENT_NOT_FOUND,
             "No document matches that track id or those document ids in your knowledge base.",
         )
-    done = sum(1 for d in documents if d["status"] in {"processed", "failed"})
-    message = (
-        f"{done} of {len(documents)} document(s) finished."
-        if documents
-        else f"Knowledge base: {counts.get('processed', 0)} processed, {sum(counts.values())} in all."
-    )
-    return {"documents": documents, "counts": counts, "pipeline": pipeline_view, "message": message}
+    result = {"documents": documents, "counts": counts, "pipeline": pipeline_view, "message": _status_message(documents, counts)}
+    if len(documents) == 1:  # the common case: "how is my upload doing?"
+        result["status"] = documents[0]["status"]
+    return result
+
+
+def _status_message(documents: list[dict[str, Any]], counts: dict[str, int]) -> str:
+    """One line per document still indexing or failed; a count for the rest."""
+    if not documents:
+        return f"Knowledge base: {counts.get('processed', 0)} processed, {sum(counts.values())} in all."
+    lines = []
+    for doc in documents:
+        if doc["status"] == "failed":
+            lines.append(f"Indexing '{doc['filename']}' failed: {doc['error'] or 'unknown reason'}.")
+        elif doc["status"] != "processed":
+            lines.append(still_indexing(doc))
+    done = sum(1 for d in documents if d["status"] == "processed")
+    if done:
+        lines.insert(0, f"{done} of {len(documents)} document(s) indexed.")
+    return "\n".join(lines)
 
 
 async def _batch_status(ctx: RequestContext, ws: Workspace, batch_id: str, cancel: bool) -> dict[str, Any]:

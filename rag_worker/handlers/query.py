@@ -19,6 +19,8 @@ async def stream_query(ctx: RequestContext, args: dict[str, Any]) -> dict[str, A
 async def simple_query(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`query_lightrag`: mix mode, `max_results` passages, sources optional."""
     result = await run_query(ctx, {"query": args["query"], "mode": "mix", "chunk_top_k": int(args.get("max_results", 5))})
-    if not args.get("include_sources", True):
-        result["sources"] = []
+    if not args.get("include_sources", True):  # the passages stay; only where they come from goes
+        result["sources"] = [
+            {"content": source["content"], "relevance_score": source["relevance_score"]} for source in result["sources"]
+        ]
     return result

@@ -15,6 +15,7 @@ from protocol import ErrorCode, RagError
 from protocol.bindings_config import resolve_bindings
 from protocol.storage_config import resolve_storages, storage_summary
 from rag_worker.context import RequestContext
+from rag_worker.engine import describe_holder
 from rag_worker.storage_errors import seconds_since_failure
 
 log = logging.getLogger("rag_worker.system")
@@ -83,6 +84,7 @@ async def health(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
         "notes": [] if state.settings.llm_binding else [NO_LLM_HEALTH_NOTE],
     }
     _storage_state(state, result)
+    _workspace_lock_state(ctx, result)
     if args.get("include_detailed"):
         result["components"]["configuration"] = configuration_summary(state.settings)
         result["components"]["memory"] = {"worker_rss_mb": state.rss_mb()}
@@ -95,6 +97,20 @@ async def health(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
 
         result["statistics"] = await knowledge_base_counts(await state.engines.get(ctx.workspace))
     return result
+
+
+def _workspace_lock_state(ctx: RequestContext, result: dict[str, Any]) -> None:
+    """A knowledge base held by another process makes every call WORKSPACE_BUSY: say so, and who."""
+    engines = ctx.state.engines
+    holder = engines.lock_holder(ctx.workspace) if engines is not None and ctx.workspace else None
+    if holder is None:
+        return
+    result["status"] = "degraded"
+    result["components"]["workspace"] = {"status": "busy", **holder}
+    result["notes"].append(
+        f"Your knowledge base is held by another server process ({describe_holder(holder)}); calls that use it "
+        "answer WORKSPACE_BUSY until that process stops (close the other client, or wait for it to go idle)."
+    )
 
 
 def _storage_state(state: Any, result: dict[str, Any]) -> None:

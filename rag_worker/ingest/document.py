@@ -13,7 +13,8 @@ class ExtractedDocument:
 
     `page_offsets[i]` is the character offset in `text` where page i+1 starts, so a chunk's
     position can be mapped back to a page.  `warnings` lists problems that did not stop the
-    extraction (pages that could not be read), worded for the caller's result.
+    extraction (pages that could not be read), worded for the caller's result.  `ocr_pages`
+    are the (1-based) pages read by OCR, `empty_pages` those that gave no text at all.
     """
 
     text: str
@@ -22,6 +23,8 @@ class ExtractedDocument:
     page_offsets: list[int]
     title: str | None = None
     warnings: list[str] = field(default_factory=list)
+    ocr_pages: list[int] = field(default_factory=list)
+    empty_pages: list[int] = field(default_factory=list)
 
 
 def count_words(text: str) -> int:

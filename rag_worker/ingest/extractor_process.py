@@ -23,6 +23,7 @@ from rag_worker.stdio_guard import die_with_parent
 
 from .extraction import extract_document
 from .formats import DocFormat
+from .ocr import OcrOptions
 
 MAX_LOG_RECORDS = 100
 READY = b"ready"  # sent once at start: the process is up and reading its pipe
@@ -37,6 +38,7 @@ class Job:
     max_pages: int
     log_level: int
     extractor: Callable[..., Any] | None = None
+    ocr: OcrOptions | None = None
 
 
 class _LogCapture(logging.Handler):
@@ -114,7 +116,7 @@ def _run(job: Job, data: bytes) -> tuple[dict[str, Any], bytes, bool]:
     """(header, body, exit afterwards) for one job."""
     extract = job.extractor or extract_document
     try:
-        document = extract(data, DocFormat(job.fmt), filename=job.filename, max_pages=job.max_pages)
+        document = extract(data, DocFormat(job.fmt), filename=job.filename, max_pages=job.max_pages, ocr=job.ocr)
     except RagError as exc:
         error = {
             "code": exc.code.value,
@@ -134,6 +136,8 @@ def _run(job: Job, data: bytes) -> tuple[dict[str, Any], bytes, bool]:
         "page_offsets": document.page_offsets,
         "title": document.title,
         "warnings": document.warnings,
+        "ocr_pages": document.ocr_pages,
+        "empty_pages": document.empty_pages,
     }
     return {"result": result}, document.text.encode("utf-8", "surrogatepass"), False
 

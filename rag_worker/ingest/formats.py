@@ -12,13 +12,26 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from protocol.errors import ErrorCode, RagError
+from protocol.errors import RagError
 
 from . import source_code
+from .failures import Failure, refuse
 from .html_text import decode_html, is_html_page, looks_like_html
-from .magic import OTHER_SIGNATURES, PDF_MAGIC, looks_like_json, looks_like_pdf, looks_like_text
+from .legacy_office import describe_ole2, is_ole2, legacy_failure
+from .magic import (
+    OTHER_SIGNATURES,
+    PDF_MAGIC,
+    looks_like_jpeg,
+    looks_like_json,
+    looks_like_pdf,
+    looks_like_png,
+    looks_like_text,
+    looks_like_tiff,
+)
 from .ooxml import OfficeKind, is_office_kind, office_kind
+from .rtf import looks_like_rtf
 from .text import decode_text
+from .zip_packages import PackageKind, is_package_kind, package_kind
 
 # Declared types that mean "I don't know": the extension and the bytes decide.
 UNKNOWN_MIME_TYPES = frozenset({"application/octet-stream", "binary/octet-stream", "application/unknown"})
@@ -37,10 +50,22 @@ class DocFormat(enum.StrEnum):
     CSV = "csv"
     JSON = "json"
     CODE = "code"
+    ODT = "odt"
+    ODS = "ods"
+    ODP = "odp"
+    RTF = "rtf"
+    EPUB = "epub"
+    PNG = "png"
+    JPEG = "jpeg"
+    TIFF = "tiff"
 
 
 def _office(kind: OfficeKind) -> Callable[[bytes], bool]:
     return lambda data: is_office_kind(data, kind)
+
+
+def _package(kind: PackageKind) -> Callable[[bytes], bool]:
+    return lambda data: is_package_kind(data, kind)
 
 
 @dataclass(frozen=True)
@@ -61,10 +86,14 @@ class FormatSpec:
     is_text: bool
     canonical_mime: str
     noun: str
+    #: A folder walk takes it without being asked (images are not: a repository's icons and
+    #: screenshots are rarely documents, and each costs seconds of OCR).
+    walked: bool = True
 
 
 _ZIP_TYPES = frozenset({"application/zip", "application/x-zip-compressed", "application/x-zip"})
 _OOXML = "application/vnd.openxmlformats-officedocument"
+_ODF = "application/vnd.oasis.opendocument"
 
 FORMATS: dict[DocFormat, FormatSpec] = {
     spec.format: spec
@@ -174,6 +203,57 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             noun="JSON",
         ),
         FormatSpec(
+            DocFormat.ODT,
+            "OpenDocument text",
+            (".odt",),
+            frozenset({f"{_ODF}.text", "application/x-vnd.oasis.opendocument.text"}) | _ZIP_TYPES,
+            _package("odt"),
+            is_text=False,
+            canonical_mime=f"{_ODF}.text",
+            noun="an OpenDocument text (ODT)",
+        ),
+        FormatSpec(
+            DocFormat.ODS,
+            "OpenDocument spreadsheet",
+            (".ods",),
+            frozenset({f"{_ODF}.spreadsheet", "application/x-vnd.oasis.opendocument.spreadsheet"}) | _ZIP_TYPES,
+            _package("ods"),
+            is_text=False,
+            canonical_mime=f"{_ODF}.spreadsheet",
+            noun="an OpenDocument spreadsheet (ODS)",
+        ),
+        FormatSpec(
+            DocFormat.ODP,
+            "OpenDocument presentation",
+            (".odp",),
+            frozenset({f"{_ODF}.presentation", "application/x-vnd.oasis.opendocument.presentation"}) | _ZIP_TYPES,
+            _package("odp"),
+            is_text=False,
+            canonical_mime=f"{_ODF}.presentation",
+            noun="an OpenDocument presentation (ODP)",
+        ),
+        FormatSpec(
+            DocFormat.RTF,
+            "RTF",
+            (".rtf",),
+            # Word registers itself for RTF, so some Windows clients send application/msword.
+            frozenset({"application/rtf", "text/rtf", "application/x-rtf", "text/richtext", "application/msword"}),
+            looks_like_rtf,
+            is_text=False,
+            canonical_mime="application/rtf",
+            noun="an RTF document",
+        ),
+        FormatSpec(
+            DocFormat.EPUB,
+            "EPUB",
+            (".epub",),
+            frozenset({"application/epub+zip", "application/epub", "application/x-epub+zip"}) | _ZIP_TYPES,
+            _package("epub"),
+            is_text=False,
+            canonical_mime="application/epub+zip",
+            noun="an EPUB e-book",
+        ),
+        FormatSpec(
             DocFormat.CODE,
             "source code",
             tuple(source_code.LANGUAGES),
@@ -183,15 +263,50 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             canonical_mime="text/plain",
             noun="source code",
         ),
+        # Images are read by OCR (`images.extract_image`).
+        FormatSpec(
+            DocFormat.PNG,
+            "PNG image",
+            (".png",),
+            frozenset({"image/png", "image/x-png"}),
+            looks_like_png,
+            is_text=False,
+            canonical_mime="image/png",
+            noun="a PNG image",
+            walked=False,
+        ),
+        FormatSpec(
+            DocFormat.JPEG,
+            "JPEG image",
+            (".jpg", ".jpeg", ".jpe", ".jfif"),
+            frozenset({"image/jpeg", "image/jpg", "image/pjpeg"}),
+            looks_like_jpeg,
+            is_text=False,
+            canonical_mime="image/jpeg",
+            noun="a JPEG image",
+            walked=False,
+        ),
+        FormatSpec(
+            DocFormat.TIFF,
+            "TIFF image",
+            (".tif", ".tiff"),
+            frozenset({"image/tiff", "image/tif", "image/x-tiff"}),
+            looks_like_tiff,
+            is_text=False,
+            canonical_mime="image/tiff",
+            noun="a TIFF image",
+            walked=False,
+        ),
     )
 }
 
 _BY_EXTENSION = {ext: spec for spec in FORMATS.values() for ext in spec.extensions}
 
 
-def supported_extensions() -> frozenset[str]:
-    """Every extension this server indexes (`.pdf`, `.md`, `.py`, ...)."""
-    return frozenset(_BY_EXTENSION)
+def supported_extensions(*, walked_only: bool = False) -> frozenset[str]:
+    """Every extension this server indexes (`.pdf`, `.md`, `.py`, ...); `walked_only`: those a
+    folder walk takes unasked."""
+    return frozenset(ext for ext, spec in _BY_EXTENSION.items() if spec.walked or not walked_only)
 
 
 def supported_types() -> str:
@@ -224,9 +339,11 @@ def describe_content(data: bytes) -> str:
     """What the bytes look like, for messages: "a PDF", "a Word document (DOCX)", "text", "binary data"."""
     if data.startswith(PDF_MAGIC):
         return "a PDF"
-    kind = office_kind(data)
+    kind = office_kind(data) or package_kind(data)
     if kind is not None:
         return FORMATS[DocFormat(kind)].noun
+    if is_ole2(data):
+        return describe_ole2(data)
     for signature, description in OTHER_SIGNATURES:
         if data.startswith(signature):
             return description
@@ -236,10 +353,6 @@ def describe_content(data: bytes) -> str:
     if looks_like_pdf(data):
         return "a PDF"
     return "binary data"
-
-
-def _unsupported(message: str) -> RagError:
-    return RagError(ErrorCode.UNSUPPORTED_FORMAT, message)
 
 
 def _spec_for_mime(mime: str, data: bytes | None = None) -> FormatSpec | None:
@@ -263,7 +376,7 @@ def detect_format(data: bytes, filename: str, declared_mime: str | None) -> DocF
     declared and what the content looks like, for anything unknown or inconsistent.
     """
     if not data:
-        raise RagError(ErrorCode.INVALID_PARAMETER, "the file is empty (0 bytes); send the file's content.")
+        raise refuse(Failure.EMPTY_FILE, "the file is empty (0 bytes); send the file's content.")
     mime = normalize_mime(declared_mime)
     ext = extension_of(filename)
     if mime is not None and len(mime) > 100:  # a client's value goes into the message: keep it short
@@ -271,10 +384,14 @@ def detect_format(data: bytes, filename: str, declared_mime: str | None) -> DocF
     if len(ext) > 20:
         ext = ext[:20] + "..."
 
+    legacy = legacy_failure(data, ext, mime)
+    if legacy is not None:
+        raise _legacy_refusal(legacy, data, ext, mime)
     if ext:
         spec = _BY_EXTENSION.get(ext)
         if spec is None:
-            raise _unsupported(
+            raise refuse(
+                Failure.UNSUPPORTED_EXTENSION,
                 f"'{ext}' files are not supported (the content looks like {describe_content(data)}). "
                 f"Supported types: {supported_types()}."
             )
@@ -282,27 +399,42 @@ def detect_format(data: bytes, filename: str, declared_mime: str | None) -> DocF
         spec = _spec_for_mime(mime, data) if mime else None
         if spec is None:
             declared = f"the declared type {mime} is not supported" if mime else "no type was declared"
-            raise _unsupported(
-                f"the file name has no extension and {declared}; name the file with one of: {supported_types()}."
+            raise refuse(
+                Failure.NO_EXTENSION,
+                f"the file name has no extension and {declared}; name the file with one of: {supported_types()}.",
             )
 
     if mime is not None and mime not in spec.mime_types:
         if _spec_for_mime(mime) is None:
-            raise _unsupported(
+            raise refuse(
+                Failure.UNSUPPORTED_MIME,
                 f"declared {mime}, which is not a supported type (the content looks like "
-                f"{describe_content(data)}). Supported types: {supported_types()}."
+                f"{describe_content(data)}). Supported types: {supported_types()}.",
             )
-        raise _unsupported(
+        raise refuse(
+            Failure.MIME_EXTENSION_MISMATCH,
             f"declared {mime} but the file name ends in {ext} (the content looks like {describe_content(data)}); "
-            "send matching values."
+            "send matching values.",
         )
 
     if not spec.matches(data):
         content = describe_content(data)
         if spec.is_text and content == "binary data":
-            raise _unsupported(
-                f"binary content declared as text ({mime or ext}): the file is not UTF-8 or UTF-16 text."
+            raise refuse(
+                Failure.BINARY_AS_TEXT,
+                f"binary content declared as text ({mime or ext}): the file is not UTF-8 or UTF-16 text.",
             )
         claim = f"declared {mime}" if mime else f"the file name ends in {ext}"
-        raise _unsupported(f"{claim} but the content is {content}, not {spec.noun}.")
+        raise refuse(Failure.CONTENT_MISMATCH, f"{claim} but the content is {content}, not {spec.noun}.")
     return spec.format
+
+
+def _legacy_refusal(kind: Failure, data: bytes, ext: str, mime: str | None) -> RagError:
+    """The refusal of an old binary Office file or a password-protected one, naming what was sent."""
+    sent = f"'{ext}' file" if ext else f"file declared {mime}"
+    if kind is Failure.PASSWORD_PROTECTED_OFFICE:
+        return refuse(kind, f"The {sent} is a password-protected Office file; its text cannot be read.")
+    if not is_ole2(data):
+        return refuse(kind, f"'{ext}' files (old binary Office format) are not supported; "
+                            f"the content looks like {describe_content(data)}.")
+    return refuse(kind, f"The {sent} is {describe_ole2(data)}; only the newer DOCX, XLSX and PPTX formats are read.")

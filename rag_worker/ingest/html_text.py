@@ -12,9 +12,8 @@ import logging
 import re
 from html.parser import HTMLParser
 
-from protocol.errors import ErrorCode, RagError
-
 from .document import DocumentBuilder, ExtractedDocument
+from .failures import Failure, refuse
 from .text import decode_text, normalize_newlines
 
 logger = logging.getLogger(__name__)
@@ -112,6 +111,11 @@ class _TextCollector(HTMLParser):
             self._cells += 1
         elif tag == "br":
             self.flush()
+        elif tag in ("img", "area") or (tag == "input" and _attr(attrs, "type") == "image"):
+            # The alternative text is what a screen reader says and what shows when the image does not load.
+            alt = _attr(attrs, "alt")
+            if alt and alt.strip():
+                self._parts.append(f" {alt} ")
         elif tag in _BLOCKS:
             self.flush()
             if tag == "pre":
@@ -121,6 +125,8 @@ class _TextCollector(HTMLParser):
         if tag == "title" and self._title_parts is not None:
             self.title = " ".join("".join(self._title_parts).split()) or None
             self._title_parts = None
+            if self.title:  # a reader sees it in the tab and in search results: index it as the first line
+                self.builder.add(self.title, content=False)
             return
         if self._skip:
             if tag == self._skip[-1]:
@@ -150,6 +156,11 @@ class _TextCollector(HTMLParser):
             self._parts.append(data)
 
 
+def _attr(attrs: list[tuple[str, str | None]], name: str) -> str | None:
+    """The value of attribute `name` (the first, as browsers read it), or None."""
+    return next((value for key, value in attrs if key == name), None)
+
+
 _VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
 
 
@@ -173,15 +184,15 @@ def _drop_internal_subset(text: str) -> str:
 
 
 def extract_html(data: bytes) -> ExtractedDocument:
-    """Visible text of an HTML page; title from `<title>`, else the first `<h1>`.
+    """Visible text of an HTML page, `<title>` first and image `alt` texts inline; title from `<title>`, else `<h1>`.
 
     Raises `UNSUPPORTED_FORMAT` if the bytes are not text and `EXTRACTION_FAILED` if the
     page shows no text.
     """
     text = decode_html(data)
     if text is None:
-        raise RagError(
-            ErrorCode.UNSUPPORTED_FORMAT,
+        raise refuse(
+            Failure.BINARY_AS_TEXT,
             "binary content declared as HTML: the file is not UTF-8 or UTF-16 text and names no known charset.",
         )
     text = _drop_internal_subset(text)

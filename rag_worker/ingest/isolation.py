@@ -33,6 +33,7 @@ from . import extractor_process
 from .document import ExtractedDocument
 from .extractor_process import Job
 from .formats import DocFormat
+from .ocr import OcrOptions, ocr_options_from_env
 from .pdf import DEFAULT_MAX_PAGES
 
 logger = logging.getLogger(__name__)
@@ -40,7 +41,12 @@ logger = logging.getLogger(__name__)
 POOL_SIZE = 2
 EXTRACTION_TIMEOUT_S = 120.0  # how long one file's extraction may run before its process is killed
 JOBS_PER_PROCESS = 50
-MEMORY_LIMIT_BYTES = 1536 * 1024 * 1024
+# Address space, not RSS: OCR (onnxruntime + OpenCV, loaded on the first scanned page) maps
+# ~0.7 GB and peaked at ~1.25 GB virtual (0.4 GB resident) on a dense A4 page.
+MEMORY_LIMIT_BYTES = 2048 * 1024 * 1024
+# OCR stops taking new pages after this share of the timeout, so a long scan ends with a
+# "pages … were not read" warning instead of being killed with nothing indexed.
+OCR_TIME_SHARE = 0.7
 _STOP_GRACE_S = 2.0
 # A new process says "ready" once it is up; until then a 10 MB send could block on a full pipe.
 _START_TIMEOUT_S = 60.0
@@ -236,17 +242,21 @@ def extract_isolated(
     filename: str | None = None,
     max_pages: int = DEFAULT_MAX_PAGES,
     extractor: Extractor | None = None,
+    ocr: OcrOptions | None = None,
 ) -> ExtractedDocument:
     """`extract_document(data, fmt)` in an extractor process, stopped after `timeout` seconds.
 
-    Blocking: call it from a worker thread (`ctx.run_cpu`).  `extractor` replaces
+    `ocr` defaults to the environment's `LIGHTRAG_MCP_OCR*` settings, with a time budget of
+    `OCR_TIME_SHARE` of `timeout`.  Blocking: call it from a worker thread (`ctx.run_cpu`).  `extractor` replaces
     `extract_document` (a module-level function, called as `extractor(data, fmt,
     filename=…, max_pages=…)`); tests use it to inject a parser that hangs or crashes.
     Raises the child's `RagError` unchanged, and `EXTRACTION_FAILED` when the time runs
     out or the process dies.
     """
     log_level = logging.getLogger().getEffectiveLevel()
-    job = Job(fmt=str(fmt), filename=filename, max_pages=max_pages, log_level=log_level, extractor=extractor)
+    if ocr is None:
+        ocr = ocr_options_from_env(budget_s=timeout * OCR_TIME_SHARE)
+    job = Job(fmt=str(fmt), filename=filename, max_pages=max_pages, log_level=log_level, extractor=extractor, ocr=ocr)
     try:
         header, body = _get_pool().run(job, data, timeout)
     except _Failed as failure:
@@ -289,4 +299,6 @@ def extract_isolated(
         page_offsets=[int(offset) for offset in result["page_offsets"]],
         title=result["title"],
         warnings=[str(warning) for warning in result["warnings"]],
+        ocr_pages=[int(page) for page in result.get("ocr_pages", [])],
+        empty_pages=[int(page) for page in result.get("empty_pages", [])],
     )

@@ -18,10 +18,12 @@ from collections.abc import Iterator
 from io import BytesIO
 from typing import Any
 
-from protocol.errors import ErrorCode, RagError
+from protocol.errors import RagError
 
 from .document import DocumentBuilder, ExtractedDocument
+from .failures import Failure, refuse
 from .ooxml import OfficeKind, check_office_package
+from .xml_parts import children_named, local_name, paragraphs_of, parse_xml, text_of
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +52,7 @@ def _run_parser(kind: OfficeKind, extract: Any, data: bytes) -> ExtractedDocumen
         raise
     except Exception:  # python-docx/pptx/openpyxl raise KeyError, ValueError, lxml errors, … on bad input
         logger.info("%s: parser failed", kind, exc_info=True)
-        raise RagError(ErrorCode.EXTRACTION_FAILED, _DAMAGED[kind]) from None
+        raise refuse(Failure.DAMAGED_DOCUMENT, _DAMAGED[kind]) from None
 
 
 def _core_title(properties: Any) -> str | None:
@@ -115,6 +117,81 @@ def _table_rows(table: Any) -> Iterator[str]:
             yield " | ".join(cells)
 
 
+def _story_lines(story: Any) -> Iterator[str]:
+    """Lines of a header or footer: its paragraphs and table rows, in order."""
+    for block in story.iter_inner_content():
+        if hasattr(block, "rows"):
+            yield from _table_rows(block)
+        else:
+            text = _one_line(block.text)
+            if text:
+                yield text
+
+
+def _headers_and_footers(document: Any) -> tuple[list[str], list[str]]:
+    """(header lines, footer lines), each distinct text once however many sections repeat it."""
+    seen: set[str] = set()
+    headers: list[str] = []
+    footers: list[str] = []
+    for section in document.sections:
+        for name in _HEADER_FOOTER_ATTRIBUTES:
+            story = getattr(section, name)
+            if story.is_linked_to_previous:  # no definition of its own: the previous section's shows
+                continue
+            for line in _story_lines(story):
+                if line not in seen:
+                    seen.add(line)
+                    (headers if name.endswith("header") else footers).append(line)
+    return headers, footers
+
+
+_HEADER_FOOTER_ATTRIBUTES = (
+    "first_page_header", "header", "even_page_header", "first_page_footer", "footer", "even_page_footer",
+)
+
+
+# Word's side stories: (relationship type's last segment, label line, element of one note).
+_NOTE_PARTS = (("footnotes", "Footnotes:", "footnote"), ("endnotes", "Endnotes:", "endnote"))
+
+
+def _note_lines(document: Any) -> Iterator[str]:
+    """Footnotes, endnotes and comments, each kind under its label line (`Footnotes:`)."""
+    parts = {
+        rel.reltype.rsplit("/", 1)[-1]: rel.target_part for rel in document.part.rels.values() if not rel.is_external
+    }
+    for suffix, label, element in _NOTE_PARTS:
+        part = parts.get(suffix)
+        if part is None:
+            continue
+        notes = []
+        for note in children_named(parse_xml(part.blob), element):
+            # Separator "notes" (type separator / continuationSeparator) hold the rule above the notes.
+            if note.get(_W_TYPE) not in (None, "normal"):
+                continue
+            text = paragraphs_of(note)
+            if text:
+                notes.append(f"[{note.get(_W_ID, '')}] {text}")
+        if notes:
+            yield label
+            yield from notes
+    comments = [c for c in (_comment_line(c) for c in document.comments) if c]
+    if comments:
+        yield "Comments:"
+        yield from comments
+
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_W_TYPE = f"{_W}type"
+_W_ID = f"{_W}id"
+
+
+def _comment_line(comment: Any) -> str:
+    """`author: text` of one Word comment."""
+    text = _one_line(comment.text)
+    author = _one_line(comment.author or "")
+    return f"{author}: {text}" if text and author else text
+
+
 def _read_docx(stream: BytesIO) -> ExtractedDocument:
     import docx
 
@@ -122,6 +199,8 @@ def _read_docx(stream: BytesIO) -> ExtractedDocument:
     builder = DocumentBuilder()
     kinds = _ParagraphKinds()
     first_heading: str | None = None
+    headers, footers = _headers_and_footers(document)
+    builder.extend(headers)
     for block in document.iter_inner_content():
         if hasattr(block, "rows"):
             lines = list(_table_rows(block))
@@ -136,6 +215,8 @@ def _read_docx(stream: BytesIO) -> ExtractedDocument:
             lines = [prefix + text]
         if not builder.extend(lines):
             break
+    builder.extend(footers)
+    builder.extend(list(_note_lines(document)))
     return builder.build(
         title=_core_title(document.core_properties) or first_heading,
         empty_message="The Word document contains no text.",
@@ -168,6 +249,49 @@ def _shape_lines(shapes: Any, skip: Any, depth: int = 0) -> Iterator[str]:
                     yield ("- " if paragraph.level else "") + text
 
 
+def _slide_notes(slide: Any) -> str:
+    """The speaker notes of a slide, on one line; "" if it has none.
+
+    Some producers leave the notes in a placeholder python-pptx does not take for the notes
+    body, so every text placeholder but the slide image, number, date and footer counts.
+    """
+    if not slide.has_notes_slide:
+        return ""
+    notes_slide = slide.notes_slide
+    frame = notes_slide.notes_text_frame
+    if frame is not None:
+        return _one_line(frame.text)
+    texts = [
+        _one_line(shape.text_frame.text)
+        for shape in notes_slide.placeholders
+        if shape.has_text_frame and _placeholder_type(shape) not in _NOT_NOTES
+    ]
+    return " ".join(text for text in texts if text)
+
+
+_NOT_NOTES = frozenset({"SLIDE_IMAGE", "SLIDE_NUMBER", "DATE", "FOOTER", "HEADER"})
+
+
+def _placeholder_type(shape: Any) -> str:
+    try:
+        return str(shape.placeholder_format.type.name)
+    except Exception:  # an unknown placeholder type in a damaged file: treat it as text
+        return ""
+
+
+def _slide_comments(slide: Any) -> Iterator[str]:
+    """Review comments on a slide: modern (`p188:cm`) and legacy (`p:cm`) comment parts."""
+    for rel in slide.part.rels.values():
+        if rel.is_external or not rel.reltype.endswith("/comments"):
+            continue
+        for comment in parse_xml(rel.target_part.blob).iter():
+            if local_name(comment) == "cm":
+                # Modern comments hold DrawingML paragraphs (`a:t`), legacy ones a `p:text` element.
+                text = text_of(comment, ("t", "text"))
+                if text:
+                    yield text
+
+
 def _read_pptx(stream: BytesIO) -> ExtractedDocument:
     import pptx
 
@@ -181,10 +305,10 @@ def _read_pptx(stream: BytesIO) -> ExtractedDocument:
         first_title = first_title or title or None
         builder.add(f"## Slide {number}: {title}" if title else f"## Slide {number}", content=bool(title))
         lines = list(_shape_lines(slide.shapes, title_shape))
-        if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
-            notes = _one_line(slide.notes_slide.notes_text_frame.text)
-            if notes:
-                lines.append(f"Notes: {notes}")
+        notes = _slide_notes(slide)
+        if notes:
+            lines.append(f"Notes: {notes}")
+        lines.extend(f"Comment: {comment}" for comment in _slide_comments(slide))
         if not builder.extend(lines):
             break
     return builder.build(

@@ -21,10 +21,9 @@ import re
 import zipfile
 from typing import Literal
 
-from protocol.errors import ErrorCode, RagError
-
+from .failures import Failure, refuse
 from .validation import format_size
-from .zip_scan import BOMB_ACTION, damaged, new_prolog_scanner, parse_without_doctype, scan_entry, zip_bomb
+from .zip_scan import damaged, new_prolog_scanner, parse_without_doctype, scan_entry, zip_bomb
 
 logger = logging.getLogger(__name__)
 
@@ -73,35 +72,32 @@ def check_zip_limits(archive: zipfile.ZipFile, compressed_size: int) -> None:
     """
     entries = archive.infolist()
     if len(entries) > MAX_ENTRIES:
-        raise RagError(
-            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-            f"The file is a zip with {len(entries):,} entries; Office files with more than {MAX_ENTRIES:,} "
+        raise refuse(
+            Failure.TOO_MANY_ENTRIES,
+            f"The file is a zip with {len(entries):,} entries; documents with more than {MAX_ENTRIES:,} "
             "are refused (it may be a zip bomb).",
-            suggested_action=BOMB_ACTION,
             details={"entries": len(entries), "max_entries": MAX_ENTRIES},
         )
     total = 0
     for info in entries:
         name = info.filename
         if _BAD_NAME_RE.search(name):
-            raise RagError(
-                ErrorCode.UNSUPPORTED_FORMAT,
+            raise refuse(
+                Failure.INVALID_PACKAGE,
                 "The zip contains an entry with an unsafe path (absolute, '..' or a drive letter); "
-                "it is not a valid Office file.",
+                "it is not a valid document.",
             )
         if info.compress_type not in _ALLOWED_METHODS:
-            raise RagError(
-                ErrorCode.UNSUPPORTED_FORMAT,
-                "The zip uses a compression method Office files never use; re-save the document in Office.",
+            raise refuse(
+                Failure.INVALID_PACKAGE,
+                "The zip uses a compression method office documents never use; re-save the document.",
             )
         if info.flag_bits & 0x1:
-            raise RagError(
-                ErrorCode.EXTRACTION_FAILED, "The file contains encrypted zip entries; upload an unencrypted copy."
-            )
+            raise refuse(Failure.ENCRYPTED_ARCHIVE)
         if name.lower().endswith(_ARCHIVE_SUFFIXES) and not _EMBEDDINGS_RE.match(name):
-            raise RagError(
-                ErrorCode.UNSUPPORTED_FORMAT,
-                "The file contains a nested archive outside the embedded-objects folder; it is not a valid Office file.",
+            raise refuse(
+                Failure.INVALID_PACKAGE,
+                "The file contains a nested archive outside the embedded-objects folder; it is not a valid document.",
             )
         if info.file_size >= RATIO_CHECK_MIN_BYTES and info.file_size > MAX_ENTRY_RATIO * max(info.compress_size, 1):
             raise zip_bomb(f"one entry expands {info.file_size // max(info.compress_size, 1):,}-fold")
@@ -181,7 +177,7 @@ def check_office_package(data: bytes, kind: OfficeKind) -> None:
         check_zip_limits(archive, len(data))
         found, overrides, defaults = _main_kind(archive)
         if found != kind:
-            raise RagError(ErrorCode.UNSUPPORTED_FORMAT, f"The file is not a valid {kind.upper()} document.")
+            raise refuse(Failure.INVALID_PACKAGE, f"The file is not a valid {kind.upper()} document.")
         for info in archive.infolist():
             if not info.is_dir():
                 scan_entry(data, info, is_xml=_is_xml_part(info.filename, overrides, defaults))

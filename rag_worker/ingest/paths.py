@@ -10,11 +10,16 @@ and stops at a bound on the number of files.
 A document read from disk is named by its path relative to its root, prefixed with the
 root's folder name (`myproject/src/app.py`): two `README.md` in different folders are two
 documents, and indexing the same tree again finds the same names.
+
+LibreChat keeps a chat attachment as `uploads/<user>/<file_id>__<original name>`: with that
+folder as a root, a bare original name finds the attachment (the newest of that name), and
+documents are named without the `<file_id>__` prefix.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -91,6 +96,28 @@ class AllowedRoots:
         inside = [root for root in self.paths if real == root or root in real.parents]
         return max(inside, key=lambda root: len(root.parts)) if inside else None
 
+    def _attachment(self, name: str) -> tuple[Path, Path] | None:
+        """The newest `<file_id>__<name>` directly inside a root (a LibreChat attachment), if any."""
+        if not name or "/" in name or os.sep in name or name in {".", ".."}:
+            return None
+        found: list[tuple[float, Path, Path]] = []
+        for root in self.paths:
+            try:
+                children = list(os.scandir(root))
+            except OSError:
+                continue
+            for child in children:
+                if child.name == name or original_name(child.name) != name:
+                    continue
+                real = Path(os.path.realpath(child.path))
+                inside = self.containing(real)  # a symlinked attachment must still resolve inside a root
+                if inside is not None and real.is_file():
+                    found.append((real.stat().st_mtime, real, inside))
+        if not found:
+            return None
+        _, real, root = max(found, key=lambda entry: entry[0])
+        return real, root
+
     def resolve(self, raw: str) -> tuple[Path, Path]:
         """(resolved path, its root) for a client's path, or FORBIDDEN / FILE_NOT_FOUND.
 
@@ -121,6 +148,9 @@ class AllowedRoots:
             if real.exists():
                 return real, root
             inside_missing = True
+        attachment = self._attachment(text)
+        if attachment is not None:
+            return attachment
         if inside_missing:
             raise RagError(
                 ErrorCode.FILE_NOT_FOUND,
@@ -136,10 +166,23 @@ class AllowedRoots:
 
 
 def document_name(real: Path, root: Path) -> str:
-    """`<root folder name>/<path inside the root>`, with '/' separators."""
+    """`<root folder name>/<path inside the root>`, with '/' separators (LibreChat's prefix dropped)."""
     relative = real.relative_to(root).as_posix()
     prefix = root.name or "root"
-    return prefix if relative == "." else f"{prefix}/{relative}"
+    if relative == ".":
+        return prefix
+    folder, _, name = relative.rpartition("/")
+    name = original_name(name)
+    return f"{prefix}/{folder}/{name}" if folder else f"{prefix}/{name}"
+
+
+#: LibreChat names a stored attachment `<file_id>__<original name>`, file_id a UUID.
+_LIBRECHAT_FILE_ID = re.compile(r"^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}__(?=.)")
+
+
+def original_name(filename: str) -> str:
+    """`3f2a…-…__report.pdf` → `report.pdf`; any other name unchanged."""
+    return _LIBRECHAT_FILE_ID.sub("", filename, count=1)
 
 
 @dataclass(frozen=True)
@@ -166,7 +209,8 @@ class FolderListing:
 def walk_folder(folder: Path, roots: AllowedRoots, rules: FolderRules) -> FolderListing:
     """Every indexable file under `folder` (resolved, inside `roots`), in a stable order."""
     listing = FolderListing()
-    extensions = supported_extensions()
+    # Asked-for files (include globs) may be any supported type; unasked, images are left out.
+    extensions = supported_extensions(walked_only=not rules.include)
     include = pathspec.PathSpec.from_lines("gitwildmatch", rules.include) if rules.include else None
     skip = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_SKIPS, *rules.exclude])
     ignores: dict[Path, pathspec.GitIgnoreSpec] = {}

@@ -14,9 +14,10 @@ from io import BytesIO
 from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import DependencyError
 
-from protocol.errors import ErrorCode, RagError
-
 from .document import ExtractedDocument, count_words
+from .failures import FAILURES, Failure, refuse
+from .images import ScannedPages
+from .ocr import MIN_TEXT_CHARS, OcrOptions
 
 logger = logging.getLogger(__name__)
 
@@ -25,11 +26,9 @@ PAGE_SEPARATOR = "\n\n"
 # Producers fill /Title with these when the author left it blank; they are not titles.
 _PLACEHOLDER_TITLES = frozenset({"untitled", "(anonymous)", "anonymous", "(unspecified)", "unknown", "title"})
 
-ENCRYPTED_MESSAGE = "The PDF is encrypted; upload an unencrypted copy."
-DAMAGED_MESSAGE = (
-    "The PDF is damaged or truncated and no text could be read from it; upload the file again or re-save it."
-)
-NO_TEXT_MESSAGE = "The PDF has no text layer (scanned images?); upload a text-based PDF or run OCR first."
+ENCRYPTED_MESSAGE = FAILURES[Failure.ENCRYPTED_PDF].message
+DAMAGED_MESSAGE = FAILURES[Failure.DAMAGED_PDF].message
+NO_TEXT_MESSAGE = FAILURES[Failure.NO_TEXT_LAYER].message
 
 
 class _PypdfWarnings(logging.Handler):
@@ -58,7 +57,7 @@ def _open(data: bytes) -> PdfReader:
         encrypted = reader.is_encrypted
     except Exception:  # pypdf raises many types (PdfReadError, ValueError, KeyError, …) on bad input
         logger.info("pdf: cannot open", exc_info=True)
-        raise RagError(ErrorCode.EXTRACTION_FAILED, DAMAGED_MESSAGE) from None
+        raise refuse(Failure.DAMAGED_PDF) from None
     if encrypted:
         # Many "encrypted" PDFs only restrict printing/copying and open with an empty user password.
         try:
@@ -70,7 +69,7 @@ def _open(data: bytes) -> PdfReader:
             logger.info("pdf: decryption failed", exc_info=True)
             opened = False
         if not opened:
-            raise RagError(ErrorCode.EXTRACTION_FAILED, ENCRYPTED_MESSAGE)
+            raise refuse(Failure.ENCRYPTED_PDF)
     return reader
 
 
@@ -80,7 +79,7 @@ def _page_count(reader: PdfReader) -> tuple[int, int]:
         reachable = len(reader.pages)
     except Exception:
         logger.info("pdf: page tree unreadable", exc_info=True)
-        raise RagError(ErrorCode.EXTRACTION_FAILED, DAMAGED_MESSAGE) from None
+        raise refuse(Failure.DAMAGED_PDF) from None
     try:
         declared = int(reader.trailer["/Root"]["/Pages"]["/Count"])  # type: ignore[index,call-overload]
     except Exception:
@@ -136,19 +135,21 @@ def _page_list(numbers: list[int]) -> str:
     return f"page{'s' if len(numbers) > 1 else ''} {shown}{more}"
 
 
-def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES) -> ExtractedDocument:
+def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOptions | None = None) -> ExtractedDocument:
     """Extract the text of a PDF, page by page, joined with a blank line.
 
     An encrypted PDF that opens with the empty password is read normally.  Pages that fail
     to extract are skipped and listed in `warnings`; if no page yields text the PDF is
     refused.  Raises `EXTRACTION_FAILED` (encrypted, damaged or truncated, no text layer)
-    or `FILE_TOO_LARGE` (more than `max_pages` pages).
+    or `FILE_TOO_LARGE` (more than `max_pages` pages).  A page with (almost) no text that
+    draws an image is a scan: it is read by OCR when `ocr` allows (`ocr_pages`, `warnings`).
     """
     reader = _open(data)
+    scans = ScannedPages(ocr or OcrOptions())
     reachable, declared = _page_count(reader)
     if reachable > max_pages:
-        raise RagError(
-            ErrorCode.FILE_TOO_LARGE,
+        raise refuse(
+            Failure.TOO_MANY_PAGES,
             f"The PDF has {reachable:,} pages; at most {max_pages:,} can be indexed. Split it into smaller files.",
             details={"pages": reachable, "max_pages": max_pages},
         )
@@ -172,6 +173,8 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES) -> Extracted
                 text, raised = "", True
             if not text and (raised or (problems.count > warnings_before and not _has_images(page))):
                 failed.append(number)
+            elif len(text) < MIN_TEXT_CHARS and not raised and _has_images(page):
+                text = scans.read(page, number, text)
             page_offsets.append(offset)
             parts.append(text)
             offset += len(text) + len(PAGE_SEPARATOR)
@@ -181,9 +184,13 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES) -> Extracted
 
     if words == 0:
         damaged = failed or reachable == 0 or declared > reachable
-        raise RagError(ErrorCode.EXTRACTION_FAILED, DAMAGED_MESSAGE if damaged else NO_TEXT_MESSAGE)
+        refusal = None if damaged else scans.refusal()
+        if refusal is not None:
+            raise refusal
+        raise refuse(Failure.DAMAGED_PDF if damaged else Failure.NO_TEXT_LAYER)
 
-    warnings: list[str] = []
+    empty = [n for n, part in enumerate(parts, start=1) if not part and n not in failed]
+    warnings: list[str] = scans.warnings(empty)
     if failed:
         warnings.append(f"{len(failed)} of {reachable} pages could not be read ({_page_list(failed)}).")
     if declared > reachable:
@@ -197,4 +204,6 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES) -> Extracted
         page_offsets=page_offsets,
         title=_title(reader),
         warnings=warnings,
+        ocr_pages=scans.ocr_pages,
+        empty_pages=empty,
     )

@@ -18,7 +18,9 @@ import zlib
 from collections.abc import Callable, Iterator
 from xml.parsers import expat
 
-from protocol.errors import ErrorCode, RagError
+from protocol.errors import RagError
+
+from .failures import Failure, advice_for, refuse
 
 logger = logging.getLogger(__name__)
 
@@ -28,10 +30,10 @@ _IN_CHUNK = 64 * 1024
 _OUT_CHUNK = 64 * 1024
 
 DOCTYPE_MESSAGE = (
-    "The Office file contains XML with a DOCTYPE or entity declarations, which Office never writes "
-    "(it may be crafted to attack XML parsers); re-save the document in Office and upload it again."
+    "The file contains XML with a DOCTYPE or entity declarations, which office applications never write "
+    "(it may be crafted to attack XML parsers); re-save the document and upload it again."
 )
-DAMAGED_MESSAGE = "The Office file is damaged (its zip structure cannot be read); re-save it and upload it again."
+DAMAGED_MESSAGE = "The file is damaged (its zip structure cannot be read); re-save it and upload it again."
 
 
 class _DoctypeFound(Exception):
@@ -49,10 +51,21 @@ def _raise(exc: type[Exception]) -> Callable[..., None]:
     return handler
 
 
-def new_prolog_scanner(on_start: Callable[[str, dict[str, str]], None] | None = None) -> expat.XMLParserType:
-    """An expat parser that raises on a DOCTYPE or entity declaration, and at the root element unless `on_start`."""
+def _refuse_internal_subset(_name: str, _system: str | None, _public: str | None, has_internal_subset: int) -> None:
+    if has_internal_subset:
+        raise _DoctypeFound
+
+
+def new_prolog_scanner(
+    on_start: Callable[[str, dict[str, str]], None] | None = None, *, allow_doctype: bool = False
+) -> expat.XMLParserType:
+    """An expat parser that raises on a DOCTYPE or entity declaration, and at the root element unless `on_start`.
+
+    `allow_doctype` lets a bare `<!DOCTYPE html PUBLIC …>` through (EPUB 2 XHTML has one):
+    without an internal subset it declares no entities, and no parser here loads the DTD.
+    """
     parser = expat.ParserCreate()
-    parser.StartDoctypeDeclHandler = _raise(_DoctypeFound)
+    parser.StartDoctypeDeclHandler = _refuse_internal_subset if allow_doctype else _raise(_DoctypeFound)
     parser.EntityDeclHandler = _raise(_DoctypeFound)
     parser.StartElementHandler = on_start or _raise(_RootReached)
     return parser
@@ -67,20 +80,17 @@ def parse_without_doctype(parser: expat.XMLParserType, xml: bytes) -> bool:
     return True
 
 
-BOMB_ACTION = "Split the document, or re-save it without large embedded media, and upload it again."
+BOMB_ACTION = advice_for(Failure.ZIP_BOMB)
 
 
 def zip_bomb(reason: str) -> RagError:
     """`RESOURCE_LIMIT_EXCEEDED` for an archive that expands beyond the bounds."""
-    return RagError(
-        ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-        f"The file was refused as a possible zip bomb: {reason}.",
-        suggested_action=BOMB_ACTION,
-    )
+    return refuse(Failure.ZIP_BOMB, f"The file was refused as a possible zip bomb: {reason}.")
 
 
 def damaged(message: str = DAMAGED_MESSAGE) -> RagError:
-    return RagError(ErrorCode.EXTRACTION_FAILED, message)
+    """`EXTRACTION_FAILED` for an archive that cannot be read (or, with `DOCTYPE_MESSAGE`, is unsafe XML)."""
+    return refuse(Failure.UNSAFE_XML if message == DOCTYPE_MESSAGE else Failure.DAMAGED_ARCHIVE, message)
 
 
 def _raw_bytes(data: bytes, info: zipfile.ZipInfo) -> memoryview:
@@ -115,9 +125,12 @@ def _inflate(raw: memoryview, method: int) -> Iterator[bytes]:
         raise zlib.error("truncated deflate stream")
 
 
-def scan_entry(data: bytes, info: zipfile.ZipInfo, *, is_xml: bool) -> None:
-    """Inflate one entry; refuse it if it outgrows its declared size, is damaged, or (XML) has a DOCTYPE."""
-    scanner = new_prolog_scanner() if is_xml else None
+def scan_entry(data: bytes, info: zipfile.ZipInfo, *, is_xml: bool, allow_doctype: bool = False) -> None:
+    """Inflate one entry; refuse it if it outgrows its declared size, is damaged, or (XML) has a DOCTYPE.
+
+    `allow_doctype` accepts a DOCTYPE without internal subset (see `new_prolog_scanner`).
+    """
+    scanner = new_prolog_scanner(allow_doctype=allow_doctype) if is_xml else None
     produced = 0
     crc = 0
     try:

@@ -36,14 +36,17 @@
 // Exit codes: 0 every step went as expected; 3 some step did not (details in the JSON);
 // 1 connection failure; 2 bad spec.
 
-import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
-function readSpec() {
-  const text = process.argv[2] ?? readFileSync(0, "utf8");
-  return JSON.parse(text);
+async function readSpec() {
+  if (process.argv[2] !== undefined) return JSON.parse(process.argv[2]);
+  // Read stdin as a stream: readFileSync(0) fails with EAGAIN on a pipe that is still
+  // being written (a spec carrying a multi-MB base64 upload).
+  const chunks = [];
+  for await (const chunk of process.stdin) chunks.push(chunk);
+  return JSON.parse(Buffer.concat(chunks).toString("utf8"));
 }
 
 function describeError(err) {
@@ -150,7 +153,7 @@ async function runStep(client, step, defaultTimeout) {
 async function main() {
   let spec;
   try {
-    spec = readSpec();
+    spec = await readSpec();
     if (!spec?.server?.command) throw new Error("spec.server.command is required");
   } catch (err) {
     process.stdout.write(JSON.stringify({ connected: false, ok: false, error: describeError(err) }) + "\n");

@@ -250,7 +250,9 @@ async def test_a_changed_description_is_found_by_a_local_query(home: Path) -> No
             {"query": "Who invented the QUOKKA-5150 telescope?", "mode": "local", "only_context": True},
         )
         assert not query.is_error, query.content
-        assert "QUOKKA-5150 telescope" in query.structured_content["context"]
+        entities = query.structured_content["entities"]
+        assert any("QUOKKA-5150 telescope" in entity["description"] for entity in entities)
+        assert "QUOKKA-5150 telescope" in query.content[0].text  # type: ignore[union-attr]
 
 
 async def test_server_errors_carry_the_codes(home: Path) -> None:

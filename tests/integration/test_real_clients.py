@@ -185,7 +185,7 @@ def test_inspector_calls_health(home: Path, tmp_path: Path) -> None:
     result = doc["result"]
     assert result.get("isError") is False, _describe(proc)
     sc = result["structuredContent"]
-    assert sc["status"] in {"healthy", "degraded"}, sc  # the worker may still be starting
+    assert sc["status"] in {"healthy", "starting"}, sc  # the worker may still be starting
     assert {"front", "worker"} <= set(sc["components"]), sc
     assert "state" in sc["components"]["worker"], sc
     # LibreChat drops structuredContent: the text must carry the same answer.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mcp_front.catalogue import TOOLS, Catalogue, tools_markdown
@@ -120,3 +122,79 @@ def test_huge_values_are_not_echoed_back() -> None:
 def test_readme_tool_table_is_generated_from_the_catalogue() -> None:
     readme = (PROJECT_ROOT / "README.md").read_text()
     assert tools_markdown(TOOLS) in readme, "regenerate with: python -m mcp_front --tools-markdown"
+
+
+def librechat_function_size(profile: str) -> int:
+    """Characters of the advertised tool definitions as LibreChat sends them on every turn."""
+    tools = Catalogue(TOOLS, profile=profile).list_tools()
+    functions = [{"name": t.name, "description": t.description or "", "parameters": t.input_schema} for t in tools]
+    return len(json.dumps(functions, separators=(",", ":")))
+
+
+@pytest.mark.parametrize(("profile", "budget"), [("default", 16_000), ("librechat", 6_000)])
+def test_each_profile_fits_its_tool_definition_budget(profile: str, budget: int) -> None:
+    assert librechat_function_size(profile) <= budget
+
+
+def coerced(name: str, arguments: dict) -> dict:
+    catalogue = Catalogue(TOOLS)
+    tool = catalogue.lookup(name)
+    assert tool is not None
+    prepared = catalogue.arguments_for(tool, name, arguments)
+    catalogue.validate(tool, prepared)
+    return prepared
+
+
+def test_numeric_strings_become_integers_and_numbers() -> None:
+    assert coerced("lightrag_query", {"query": "q", "top_k": "2", "cosine_threshold": "0.5"}) == {
+        "query": "q",
+        "top_k": 2,
+        "cosine_threshold": 0.5,
+    }
+
+
+def test_boolean_strings_become_booleans() -> None:
+    assert coerced("query_lightrag", {"query": "q", "include_sources": "false", "max_results": "2"}) == {
+        "query": "q",
+        "include_sources": False,
+        "max_results": 2,
+    }
+
+
+def test_strings_inside_nested_objects_and_arrays_are_coerced() -> None:
+    arguments = {
+        "items": [{"item_type": "text", "content": "7", "metadata": {"year": "2024"}}],
+        "batch_options": {"max_concurrent": "2", "stop_on_error": "TRUE"},
+    }
+    prepared = coerced("lightrag_batch_process", arguments)
+    assert prepared["batch_options"] == {"max_concurrent": 2, "stop_on_error": True}
+    assert prepared["items"][0]["content"] == "7"  # a string field stays a string
+    assert prepared["items"][0]["metadata"] == {"year": "2024"}  # metadata takes strings: left alone
+
+
+def test_string_fields_keep_numeric_text() -> None:
+    assert coerced("lightrag_query", {"query": "2"}) == {"query": "2"}
+
+
+def test_a_fraction_for_an_integer_field_is_still_refused() -> None:
+    with pytest.raises(RagError) as caught:
+        coerced("query_lightrag", {"query": "q", "max_results": "2.5"})
+    assert "max_results: must be of type integer" in caught.value.message
+
+
+def test_a_non_numeric_string_gets_the_schema_error() -> None:
+    with pytest.raises(RagError) as caught:
+        coerced("query_lightrag", {"query": "q", "max_results": "two"})
+    assert caught.value.code is ErrorCode.INVALID_PARAMETER
+    assert "max_results: must be of type integer" in caught.value.message
+
+
+def test_coerced_values_are_still_bounded() -> None:
+    with pytest.raises(RagError) as caught:
+        coerced("query_lightrag", {"query": "q", "max_results": "5000"})
+    assert "max_results: must satisfy maximum 50" in caught.value.message
+
+
+def test_a_tool_list_may_add_tools_to_a_profile() -> None:
+    names = [tool.name for tool in Catalogue(TOOLS, profile="librechat,lightrag_insert_file").list_tools()]
+    assert names[-1] == "lightrag_insert_file" and "query_lightrag" in names and len(names) == len(set(names))

@@ -27,6 +27,7 @@ from rag_worker.embedded.models import (
     MODEL_NAME,
     ModelAssetsMissing,
     OnnxSentenceEmbedder,
+    EmbeddingLanes,
     make_embedding_func,
     make_offline_tokenizer,
 )
@@ -181,10 +182,9 @@ class _Recorder(OnnxSentenceEmbedder):
 
 
 @pytest.mark.anyio
-async def test_embedding_func_runs_in_threads_under_limiter() -> None:
+async def test_embedding_func_runs_indexing_batches_one_at_a_time_in_threads() -> None:
     recorder = _Recorder()
-    limiter = anyio.CapacityLimiter(1)
-    func = make_embedding_func(recorder, limiter)
+    func = make_embedding_func(recorder, EmbeddingLanes.create())
     assert (func.embedding_dim, func.max_token_size, func.model_name) == (
         EMBEDDING_DIM,
         MAX_TOKEN_SIZE,
@@ -201,13 +201,31 @@ async def test_embedding_func_runs_in_threads_under_limiter() -> None:
             tg.start_soon(one, i)
     assert all(r.shape == (2, EMBEDDING_DIM) for r in results)
     assert threading.get_ident() not in recorder.threads
-    assert recorder.peak == 1  # the limiter serialised the five calls
+    assert recorder.peak == 1  # the indexing lane serialised the five calls
     assert (await func([])).shape == (0, EMBEDDING_DIM)
 
 
 @pytest.mark.anyio
+async def test_query_embedding_does_not_wait_for_the_indexing_lane(embedder: OnnxSentenceEmbedder) -> None:
+    lanes = EmbeddingLanes.create()
+    func = make_embedding_func(embedder, lanes)
+    async with lanes.indexing:  # indexing holds the model's indexing lane for as long as it likes
+        with anyio.fail_after(30):  # a generous bound: it would block forever if queued behind indexing
+            vector = await func(["when was the bridge built?"], context="query")
+    assert vector.shape == (1, EMBEDDING_DIM)
+
+
+@pytest.mark.anyio
+async def test_only_query_texts_are_cached(embedder: OnnxSentenceEmbedder) -> None:
+    func = make_embedding_func(embedder, EmbeddingLanes.create())
+    await func(["an entity description"], context="document")
+    await func(["a question"], context="query")
+    assert list(func.func.query_cache) == ["a question"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
 async def test_embedding_func_survives_lightrag_asdict(embedder: OnnxSentenceEmbedder) -> None:
-    func = make_embedding_func(embedder, anyio.CapacityLimiter(1))
+    func = make_embedding_func(embedder, EmbeddingLanes.create())
     # LightRAG's _build_global_config runs dataclasses.asdict (a deepcopy) over it.
     as_dict = dataclasses.asdict(func)
     assert as_dict["func"] is func.func
@@ -322,7 +340,7 @@ async def test_lightrag_constructs_and_inserts_offline(
     rag = LightRAG(
         working_dir=str(tmp_path / "rag"),
         llm_model_func=no_llm,
-        embedding_func=make_embedding_func(embedder, anyio.CapacityLimiter(1)),
+        embedding_func=make_embedding_func(embedder, EmbeddingLanes.create()),
         tokenizer=make_offline_tokenizer(),
         enable_llm_cache=False,
     )

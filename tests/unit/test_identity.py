@@ -42,6 +42,15 @@ def test_malformed_user_ids_are_invalid(bad: object) -> None:
     assert caught.value.code is ErrorCode.INVALID_PARAMETER
 
 
+@pytest.mark.parametrize("placeholder", ["{{LIBRECHAT_USER_ID}}", "${USER_ID}", "team-{{LIBRECHAT_USER_EMAIL}}"])
+def test_a_user_id_holding_an_unexpanded_placeholder_is_forbidden(placeholder: str) -> None:
+    for raw, meta in (({"userId": placeholder}, None), ({}, {META_USER_KEY: placeholder})):
+        with pytest.raises(RagError) as caught:
+            resolve_identity(raw, meta, "", "default")
+        assert caught.value.code is ErrorCode.FORBIDDEN
+        assert "unexpanded placeholder" in caught.value.message
+
+
 def test_workspaces_are_backend_safe_and_never_collide() -> None:
     ids = ["Ann.B", "ann_b", "ANN B", "ann-b", "../../etc", "用户", "a" * 256, "default"]
     names = {workspace_for(user, "default") for user in ids}

@@ -145,3 +145,47 @@ def test_read_refuses_a_file_swapped_for_a_symlink(tree: Path) -> None:
     target = tree / "data" / "proj" / "swap.md"
     os.symlink(tree / "outside" / "secret.md", target)
     assert code_of(lambda: read_file(target, 10_000)) == ErrorCode.FORBIDDEN
+
+
+# --- LibreChat attachments: uploads/<user>/<file_id>__<original name> ----------------------
+FILE_ID_A = "3f2a9c1e-7b4d-4e8a-9c2f-1a2b3c4d5e6f"
+FILE_ID_B = "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"
+
+
+@pytest.fixture
+def uploads(tmp_path: Path) -> Path:
+    """A LibreChat user's upload folder with two versions of report.pdf and another file."""
+    folder = tmp_path / "uploads" / "6650f1c2a9b8e7d6c5b4a392"
+    folder.mkdir(parents=True)
+    older = folder / f"{FILE_ID_A}__report.pdf"
+    older.write_bytes(b"%PDF-1.4 older")
+    newer = folder / f"{FILE_ID_B}__report.pdf"
+    newer.write_bytes(b"%PDF-1.4 newer")
+    os.utime(older, (1_700_000_000, 1_700_000_000))
+    (folder / f"{FILE_ID_A}__notes.md").write_text("# Notes\n")
+    return folder
+
+
+def test_a_bare_original_name_finds_the_newest_librechat_attachment(uploads: Path) -> None:
+    real, root = AllowedRoots.from_sources([str(uploads)], []).resolve("report.pdf")
+    assert real.name == f"{FILE_ID_B}__report.pdf" and root == uploads.resolve()
+
+
+def test_attachment_documents_are_named_without_the_file_id(uploads: Path) -> None:
+    real, root = AllowedRoots.from_sources([str(uploads)], []).resolve("notes.md")
+    assert document_name(real, root) == f"{uploads.name}/notes.md"
+
+
+def test_an_unknown_attachment_name_is_not_found(uploads: Path) -> None:
+    with pytest.raises(RagError) as caught:
+        AllowedRoots.from_sources([str(uploads)], []).resolve("missing.pdf")
+    assert caught.value.code is ErrorCode.FILE_NOT_FOUND
+
+
+def test_an_attachment_symlinked_out_of_the_root_is_not_served(uploads: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.md"
+    secret.write_text("# Secret\n")
+    (uploads / f"{FILE_ID_B}__secret.md").symlink_to(secret)
+    with pytest.raises(RagError) as caught:
+        AllowedRoots.from_sources([str(uploads)], []).resolve("secret.md")
+    assert caught.value.code is ErrorCode.FILE_NOT_FOUND

@@ -240,8 +240,8 @@ def test_unknown_extension_lists_supported_types() -> None:
 
 
 def test_unsupported_declared_type_is_named() -> None:
-    message = fails(ErrorCode.UNSUPPORTED_FORMAT, detect_format, b"# hi", "notes.md", "image/png")
-    assert message.startswith("declared image/png, which is not a supported type")
+    message = fails(ErrorCode.UNSUPPORTED_FORMAT, detect_format, b"# hi", "notes.md", "image/gif")
+    assert message.startswith("declared image/gif, which is not a supported type")
 
 
 def test_empty_file_is_its_own_error() -> None:
@@ -365,7 +365,7 @@ def test_pdf_encrypted_with_empty_user_password_is_read() -> None:
 
 def test_image_only_pdf_has_no_text_layer() -> None:
     message = fails(ErrorCode.EXTRACTION_FAILED, extract_pdf, make_image_only_pdf(pages=2))
-    assert message == "The PDF has no text layer (scanned images?); upload a text-based PDF or run OCR first."
+    assert message.startswith("The PDF has no text layer and OCR found no readable text")  # grey bars, no letters
 
 
 @pytest.mark.parametrize("fraction", [0.2, 0.5, 0.9, 0.99])

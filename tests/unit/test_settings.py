@@ -21,6 +21,8 @@ def test_defaults_need_no_configuration() -> None:
         ("LIGHTRAG_MCP_MAX_RESTARTS", "0", "out of range"),
         ("LIGHTRAG_MCP_DEBUG_METHODS", "maybe", "not a boolean"),
         ("LIGHTRAG_MCP_LOG_LEVEL", "LOUD", "not a log level"),
+        ("LIGHTRAG_MCP_USER_ID", "{{LIBRECHAT_USER_ID}}", "unexpanded placeholder"),
+        ("LIGHTRAG_MCP_USER_ID", "${USER}", "unexpanded placeholder"),
     ],
 )
 def test_a_bad_value_names_the_variable(name: str, value: str, fragment: str) -> None:

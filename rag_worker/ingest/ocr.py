@@ -1,0 +1,308 @@
+"""Optical character recognition for scanned PDF pages and image uploads, fully offline.
+
+The engine is rapidocr's PP-OCR detection, orientation and recognition models, which ship
+inside its wheel and run on onnxruntime.  The model files are passed by path, so rapidocr
+never takes its "model missing → download it" branch: a missing file fails here, loudly,
+not as a network call at run time.  The engine is loaded once per extractor process, the
+first time a page needs it (parsing a text PDF never pays for it).
+
+`LIGHTRAG_MCP_OCR` (`auto` | `off`) and `LIGHTRAG_MCP_OCR_MAX_PAGES` say whether OCR runs
+and how many pages of one document it may read; the extractor also stops OCR when a
+document's time budget is spent, so a long scan is cut with a warning, never by the
+extraction timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from protocol.errors import ErrorCode, RagError
+from protocol.settings import setting
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+logger = logging.getLogger(__name__)
+
+OCR_ENV = "LIGHTRAG_MCP_OCR"
+OCR_MAX_PAGES_ENV = "LIGHTRAG_MCP_OCR_MAX_PAGES"
+#: The bundled models, by rapidocr config section (PP-OCRv6 small det/rec, PP-OCR mobile orientation).
+MODEL_FILES = {
+    "Det": "PP-OCRv6_det_small.onnx",
+    "Cls": "ch_ppocr_mobile_v2.0_cls_mobile.onnx",
+    "Rec": "PP-OCRv6_rec_small.onnx",
+}
+#: Largest image OCR accepts, in pixels: an A3 page at 600 dpi is ~70 M.  Bigger is a
+#: decompression bomb (a few KB of PNG can declare 100 000 × 100 000 pixels).
+MAX_IMAGE_PIXELS = 80_000_000
+#: Images are cropped to their ink and scaled so their longer side is at most this before
+#: OCR (rapidocr's own bound, set here so our copy, not a larger one, is what it holds).
+#: Measured on generated 300-dpi pages (scripts/bench_ocr.py): larger sides were slower and
+#: no more accurate.
+OCR_MAX_SIDE = 2000
+#: rapidocr's settings, chosen by measurement: the text detector sees the page scaled to a
+#: longest side of 736 px (its "min" default missed a lone line on an A4 page), and the
+#: 0°/180° orientation classifier is off: on clean upright scans it flipped whole lines into
+#: garbage (word accuracy 60-90 % with it, 99-100 % without).
+ENGINE_PARAMS: dict[str, Any] = {
+    "Global.log_level": "error",
+    "Global.use_cls": False,
+    "Global.max_side_len": OCR_MAX_SIDE,
+    "Det.limit_type": "max",
+    "Det.limit_side_len": 736,
+}
+# A pixel darker than this is ink, when cropping a page to its content.
+_INK_LEVEL = 128
+_CROP_MARGIN = 40
+#: Recognised lines below this confidence are noise (speckles, stamps), not text.
+MIN_LINE_SCORE = 0.5
+# Fewer characters than this on a page that draws an image: the text layer is a page number
+# or a scanner's stamp, and the page is read by OCR.
+MIN_TEXT_CHARS = 20
+
+OCR_OFF_ADVICE = f"OCR is off on this server ({OCR_ENV}=off); set {OCR_ENV}=auto to read scanned pages and images."
+
+
+@dataclass(frozen=True)
+class OcrOptions:
+    """Whether OCR runs, and its bounds for one document."""
+
+    mode: str = "auto"
+    max_pages: int = 50
+    #: Seconds OCR may spend on one document (None: no bound); set below the extraction timeout.
+    budget_s: float | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off"
+
+
+def ocr_options_from_env(environ: Mapping[str, str] | None = None, *, budget_s: float | None = None) -> OcrOptions:
+    """The OCR settings of this process's environment (validated at the front's start-up)."""
+    env = os.environ if environ is None else environ
+    values = {}
+    for name in (OCR_ENV, OCR_MAX_PAGES_ENV):
+        spec = setting(name)
+        values[name] = spec.parse(name, env.get(name, spec.default))
+    return OcrOptions(mode=values[OCR_ENV], max_pages=values[OCR_MAX_PAGES_ENV], budget_s=budget_s)
+
+
+@dataclass
+class OcrBudget:
+    """Pages and seconds left for OCR in one document; records the pages it had to skip."""
+
+    options: OcrOptions
+    started: float = field(default_factory=time.monotonic)
+    used_pages: int = 0
+    skipped: list[int] = field(default_factory=list)
+
+    def allows(self, page: int) -> bool:
+        """True if `page` may be read by OCR; otherwise the page is recorded as skipped."""
+        over_time = self.options.budget_s is not None and time.monotonic() - self.started > self.options.budget_s
+        if self.used_pages >= self.options.max_pages or over_time:
+            self.skipped.append(page)
+            return False
+        self.used_pages += 1
+        return True
+
+    def warning(self) -> str | None:
+        """Why pages were not read, or None when none was skipped."""
+        if not self.skipped:
+            return None
+        pages = page_ranges(self.skipped)
+        if self.used_pages >= self.options.max_pages:
+            reason = f"OCR reads at most {self.options.max_pages} pages of one document ({OCR_MAX_PAGES_ENV})"
+        else:
+            reason = f"OCR ran out of its {self.options.budget_s:g} s time budget for this document"
+        return f"{pages} were not read: {reason}; split the document to index the rest."
+
+
+class ModelMissing(Exception):
+    """A bundled OCR model file is not where rapidocr's wheel puts it."""
+
+
+def bundled_model_paths() -> dict[str, Path]:
+    """The model files shipped in rapidocr's wheel; raises `ModelMissing` naming the first absent one."""
+    try:
+        import rapidocr
+    except ImportError as exc:
+        raise ModelMissing("the rapidocr package is not installed") from exc
+    models = Path(rapidocr.__file__).parent / "models"
+    paths = {section: models / name for section, name in MODEL_FILES.items()}
+    for path in paths.values():
+        if not path.is_file() or path.stat().st_size == 0:
+            raise ModelMissing(f"{path} is missing (reinstall rapidocr)")
+    return paths
+
+
+def _limit_native_memory() -> None:
+    """Keep OCR's address space small: the extractor's cap (RLIMIT_AS) counts reservations.
+
+    glibc gives each new thread a 64 MB malloc arena and onnxruntime starts one thread per
+    core; OpenCV adds a pool of its own.  Measured on one page: peak virtual size 1.76 GB
+    with the defaults, 1.25 GB with two arenas and one OpenCV thread (RSS ~0.4 GB either way).
+    """
+    import ctypes
+    import ctypes.util
+
+    import cv2
+
+    cv2.setNumThreads(1)
+    libc_name = ctypes.util.find_library("c")
+    if libc_name and "libc" in libc_name:
+        try:
+            ctypes.CDLL(libc_name).mallopt(_M_ARENA_MAX, 2)
+        except (OSError, AttributeError):  # not glibc: nothing to tune
+            pass
+
+
+_M_ARENA_MAX = -8  # glibc's mallopt parameter number
+
+
+def create_engine() -> Any:
+    """A new rapidocr engine on the bundled models (no download path), all three models loaded."""
+    _limit_native_memory()
+    from rapidocr import RapidOCR
+
+    params: dict[str, Any] = {f"{section}.model_path": str(path) for section, path in bundled_model_paths().items()}
+    engine = RapidOCR(params=params | ENGINE_PARAMS)
+    # rapidocr loads each model on first use; one call on a tiny blank image loads them now,
+    # so a broken model fails at load time, not half-way through a document.
+    from PIL import Image as PilImage
+
+    engine(PilImage.new("RGB", (64, 64), "white"))
+    return engine
+
+
+_engine: Any = None
+_engine_lock = threading.Lock()
+
+
+def get_engine() -> Any:
+    """This process's engine, created on first use; raises `EXTRACTION_FAILED` when OCR cannot load."""
+    global _engine
+    with _engine_lock:
+        if _engine is None:
+            started = time.perf_counter()
+            try:
+                _engine = create_engine()
+            except ModelMissing as exc:
+                logger.error("ocr: cannot load the OCR model: %s", exc)
+                raise RagError(
+                    ErrorCode.EXTRACTION_FAILED,
+                    "Reading scanned pages needs the OCR model, which is not installed on this server; "
+                    "the administrator can install it with `make setup`.",
+                ) from None
+            logger.info("ocr: engine loaded in %.2f s", time.perf_counter() - started)
+        return _engine
+
+
+def check_pixels(width: int, height: int, what: str) -> None:
+    """Refuse an image larger than `MAX_IMAGE_PIXELS` (`RESOURCE_LIMIT_EXCEEDED`) before it is decoded."""
+    if width * height > MAX_IMAGE_PIXELS:
+        raise RagError(
+            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+            f"{what} is {width:,} × {height:,} pixels; OCR reads images of at most "
+            f"{MAX_IMAGE_PIXELS // 1_000_000} million pixels. Scan or export it at a lower resolution (300 dpi is plenty).",
+            details={"width": width, "height": height, "max_pixels": MAX_IMAGE_PIXELS},
+        )
+
+
+def _prepared(image: Image) -> Image | None:
+    """`image` as RGB (or grey), cropped to its ink and scaled so its longer side is at most
+    `OCR_MAX_SIDE`; None for a page without ink."""
+    if image.mode not in ("RGB", "L"):
+        image = image.convert("RGB")
+    ink = image.convert("L").point(lambda level: 255 if level < _INK_LEVEL else 0).getbbox()
+    if ink is None:
+        return None
+    left, top, right, bottom = ink
+    image = image.crop(
+        (
+            max(0, left - _CROP_MARGIN),
+            max(0, top - _CROP_MARGIN),
+            min(image.width, right + _CROP_MARGIN),
+            min(image.height, bottom + _CROP_MARGIN),
+        )
+    )
+    longest = max(image.size)
+    if longest > OCR_MAX_SIDE:
+        scale = OCR_MAX_SIDE / longest
+        image = image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))))
+    return image
+
+
+def ocr_image(image: Image) -> list[str]:
+    """The text lines of `image`, top to bottom and left to right within a line."""
+    check_pixels(image.width, image.height, "The image")
+    prepared = _prepared(image)
+    if prepared is None:
+        return []
+    result = get_engine()(prepared)
+    boxes = getattr(result, "boxes", None)
+    texts = getattr(result, "txts", None)
+    scores = getattr(result, "scores", None)
+    if boxes is None or not texts:
+        return []
+    kept = [
+        (box, text)
+        for box, text, score in zip(boxes, texts, scores or [1.0] * len(texts), strict=False)
+        if text.strip() and score >= MIN_LINE_SCORE
+    ]
+    return lines_in_reading_order([box for box, _ in kept], [text for _, text in kept])
+
+
+def lines_in_reading_order(boxes: Sequence[Any], texts: Sequence[str]) -> list[str]:
+    """Join text boxes into lines: boxes whose vertical centres are within half a line height
+    of each other are one line, read left to right; lines are read top to bottom.
+
+    `boxes` are four (x, y) corners per text, as the detector gives them.
+    """
+    items = []
+    for box, text in zip(boxes, texts, strict=True):
+        ys = [float(point[1]) for point in box]
+        xs = [float(point[0]) for point in box]
+        items.append(((min(ys) + max(ys)) / 2, max(ys) - min(ys), min(xs), text.strip()))
+    items.sort(key=lambda item: (item[0], item[2]))
+    lines: list[list[tuple[float, float, float, str]]] = []
+    for item in items:
+        current = lines[-1] if lines else None
+        if current is not None and abs(item[0] - current[0][0]) <= max(current[0][1], item[1]) / 2:
+            current.append(item)
+        else:
+            lines.append([item])
+    return [" ".join(text for *_, text in sorted(line, key=lambda item: item[2])) for line in lines]
+
+
+def page_ranges(numbers: Sequence[int]) -> str:
+    """`page 3`, `pages 2-4`, `pages 1, 3-5 and 9` (at most 10 ranges shown)."""
+    ranges: list[tuple[int, int]] = []
+    for number in sorted(numbers):
+        if ranges and number == ranges[-1][1] + 1:
+            ranges[-1] = (ranges[-1][0], number)
+        else:
+            ranges.append((number, number))
+    parts = [f"{low}" if low == high else f"{low}-{high}" for low, high in ranges[:10]]
+    if len(ranges) > 10:
+        parts.append(f"{len(ranges) - 10} more")
+    shown = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    plural = len(numbers) > 1
+    return f"page{'s' if plural else ''} {shown}"
+
+
+def page_warnings(ocr_pages: Sequence[int], empty_pages: Sequence[int]) -> list[str]:
+    """The words for a result: which pages were read by OCR and which gave no text."""
+    warnings = []
+    if ocr_pages:
+        verb = "were" if len(ocr_pages) > 1 else "was"
+        warnings.append(f"{page_ranges(ocr_pages)} {verb} read by OCR (scanned); check names and numbers.")
+    if empty_pages:
+        warnings.append(f"{page_ranges(empty_pages)} gave no text.")
+    return warnings
