@@ -84,8 +84,8 @@ TOOLS: tuple[Tool, ...] = (
         name="upload_to_lightrag",
         title="Upload a document",
         description=(
-            "Add a file (PDF, Markdown, Office, HTML, text, code) as base64; returns its document id, or a "
-            "track_id for lightrag_get_status if indexing runs long."
+            "Add a file (PDF or scan, image, Office or OpenDocument, EPUB, RTF, HTML, Markdown, text, code) as "
+            "base64; returns its document id, or a track_id for lightrag_get_status if indexing runs long."
         ),
         method=m.UPLOAD,
         read_only=False,

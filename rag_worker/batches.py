@@ -282,15 +282,13 @@ async def load_source(
         return None
     fmt, extracted = await ctx.run_cpu(_detect_and_extract, data, filename, declared)
     processing = options.get("processing_options") or {}
-    return SourceDocument(
-        name=item.name,
-        text=extracted.text,
+    return SourceDocument.from_extracted(
+        item.name,
+        extracted,
         mime_type=declared or _canonical_mime(fmt),
         size_bytes=len(data),
-        pages=extracted.pages,
         title=item.title or extracted.title,
         metadata=metadata,
-        word_count=extracted.words,
         chunk_size=processing.get("chunk_size"),
         chunk_overlap=processing.get("chunk_overlap"),
         extract_entities=bool(processing.get("enable_entity_extraction", True)),

@@ -10,7 +10,7 @@ emoji text came back with "�" in its chunks.  This chunker cuts on character p
    word starts, and a word still over it at grapheme-cluster edges (an emoji ZWJ sequence, a
    flag or a letter with its combining marks stays whole);
 2. units are packed into chunks of at most `chunk_token_size` tokens (LightRAG's tokenizer),
-   each chunk ending at the strongest boundary that keeps it at least half full;
+   each chunk ending at the strongest boundary that keeps it at least three quarters full;
 3. the next chunk starts with up to `chunk_overlap_token_size` tokens of the previous one,
    starting at a sentence start, or a word start when the last sentence alone is longer.
 
@@ -55,6 +55,11 @@ class Chunk:
     end: int
     tokens: int
     content: str
+
+
+#: How full a chunk must stay when it backs off to a paragraph or sentence end: half full made
+#: ~18 % more chunks than LightRAG's own chunker (more embedding and extraction work).
+MIN_FILL = 0.75
 
 
 def chunk_text(text: str, encode: Encode, chunk_token_size: int, overlap_token_size: int) -> list[Chunk]:
@@ -255,8 +260,8 @@ class _Packer:
             end += 1
         if end >= count or end == index:
             return end
-        # Back off to the strongest boundary that keeps the chunk at least half full.
-        best, best_level, floor = end, self.atoms.levels[end], self.budget // 2
+        # Back off to the strongest boundary that keeps the chunk at least MIN_FILL full.
+        best, best_level, floor = end, self.atoms.levels[end], int(self.budget * MIN_FILL)
         cut, filled = end, total + (head[1] if head else 0)
         while cut - 1 > index:
             filled -= tokens[cut - 1]

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rag_worker.ingest.document import ExtractedDocument
 
 CATALOG_NAMESPACE = "mcp_documents"
 TERMINAL_STATES = {"processed", "failed"}
@@ -117,6 +120,20 @@ class SourceDocument:
     source_sha256: str | None = None  # of the original bytes (path/url): unchanged files skip extraction
     ocr_pages: list[int] = field(default_factory=list)  # pages read by OCR (scans, images)
     empty_pages: list[int] = field(default_factory=list)  # pages that gave no text at all
+
+    @classmethod
+    def from_extracted(cls, name: str, extracted: ExtractedDocument, **recorded: Any) -> SourceDocument:
+        """A document from extracted text: its pages, title, words and OCR report, plus `recorded`."""
+        recorded.setdefault("title", extracted.title)
+        return cls(
+            name=name,
+            text=extracted.text,
+            pages=extracted.pages,
+            word_count=extracted.words,
+            ocr_pages=list(extracted.ocr_pages),
+            empty_pages=list(extracted.empty_pages),
+            **recorded,
+        )
 
     @property
     def words(self) -> int:

@@ -264,7 +264,7 @@ async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], rec
         "track_id": row.get("track_id") or record.get("track_id") or "",
         "words": int(record.get("words") or 0),
         "pages": int(record.get("pages") or 0),
-        "chunks": row.get("chunks_count"),
+        "chunks": _count(row.get("chunks_count")),
         "entities": entities,
         "relations": relations,
         "size_bytes": int(record.get("size_bytes") or 0),
@@ -272,8 +272,15 @@ async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], rec
         "content_hash": record.get("content_hash") or row.get("content_hash") or "",
         "metadata": record.get("metadata") or {},
         "error": public_error(row.get("error_msg"), llm_configured=ws.llm_configured),
-        "progress": progress,
-    }
+        # Scanned pages read by OCR, and pages that gave no text: what the document holds.
+        "ocr_pages": list(record.get("ocr_pages") or []),
+        "empty_pages": list(record.get("empty_pages") or []),
+    } | ({"progress": progress} if progress else {})
+
+
+def _count(value: Any) -> int | None:
+    """A count LightRAG may not know yet (PostgreSQL stores -1 before chunking): None then."""
+    return value if isinstance(value, int) and value >= 0 else None
 
 
 async def describe_ingest(

@@ -72,23 +72,16 @@ async def upload(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     fmt, size, digest, extracted, timings = await ctx.run_cpu(
         _decode_and_extract, args["content"], filename, declared, max_bytes
     )
-    source = SourceDocument(
-        name=filename,
-        text=extracted.text,
+    source = SourceDocument.from_extracted(
+        filename,
+        extracted,
         mime_type=_stored_mime(fmt, declared),
         size_bytes=size,
-        pages=extracted.pages,
-        title=extracted.title,
         metadata=metadata,
-        word_count=extracted.words,
         source_sha256=digest,
-        ocr_pages=extracted.ocr_pages,
-        empty_pages=extracted.empty_pages,
     )
     result = await index_document(ctx, source)
     result["timings"] = {**timings, **result.get("timings", {})}
-    if extracted.ocr_pages or extracted.empty_pages:
-        result |= {"ocr_pages": extracted.ocr_pages, "empty_pages": extracted.empty_pages}
     if extracted.warnings:
         result["message"] += " Warnings: " + "; ".join(extracted.warnings)
     return result

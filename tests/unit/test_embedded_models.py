@@ -25,9 +25,9 @@ from rag_worker.embedded.models import (
     EMBEDDING_DIM,
     MAX_TOKEN_SIZE,
     MODEL_NAME,
+    EmbeddingLanes,
     ModelAssetsMissing,
     OnnxSentenceEmbedder,
-    EmbeddingLanes,
     make_embedding_func,
     make_offline_tokenizer,
 )
