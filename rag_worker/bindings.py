@@ -162,11 +162,17 @@ def _ollama_llm(binding: LLMBinding) -> LLMFunc:
 # ------------------------------------------------------------------------ embeddings
 async def _build_embedding(binding: EmbeddingBinding | None, limiter: anyio.CapacityLimiter) -> dict[str, Any]:
     if binding is None:
-        from rag_worker.embedded.models import EmbeddingLanes, OnnxSentenceEmbedder, make_embedding_func
+        from rag_worker.embedded.models import (
+            EmbeddingLanes,
+            OnnxSentenceEmbedder,
+            default_threads,
+            make_embedding_func,
+        )
 
-        embedder = OnnxSentenceEmbedder()
+        # One thread per inference; parallel batches use the cores (EmbeddingLanes).
+        embedder = OnnxSentenceEmbedder(intra_op_threads=1)
         await anyio.to_thread.run_sync(embedder.load, limiter=limiter)
-        return {"embedding_func": make_embedding_func(embedder, EmbeddingLanes.create()),
+        return {"embedding_func": make_embedding_func(embedder, EmbeddingLanes.create(default_threads())),
                 "embedding_name": "all-MiniLM-L6-v2 (ONNX, packaged)", "embedding_model_id": _embedded_model_id()}
     return {"embedding_func": build_remote_embedding(binding), "embedding_name": binding.model_id,
             "embedding_model_id": binding.model_id}

@@ -6,6 +6,8 @@ heavy imports (onnxruntime, tokenizers, lightrag) are deferred so that script im
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gzip
 import hashlib
 import logging
@@ -16,6 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
@@ -79,7 +82,7 @@ def check_model_assets(directory: Path | None = None) -> tuple[Path, Path]:
 
 
 def default_threads() -> int:
-    """onnxruntime intra-op threads: ``LIGHTRAG_MCP_EMBED_THREADS`` or all cores, max 4."""
+    """Parallel indexing inferences (EmbeddingLanes): ``LIGHTRAG_MCP_EMBED_THREADS`` or all cores, max 4."""
     env = os.environ.get("LIGHTRAG_MCP_EMBED_THREADS", "").strip()
     if env:
         if not env.isdigit():
@@ -206,26 +209,39 @@ class OnnxSentenceEmbedder:
 QUERY_CACHE_SIZE = 256
 
 
+#: How much lower indexing's inference threads run than a question's (Linux nice value).
+INDEXING_NICENESS = 10
+
+
+def _lower_priority() -> None:
+    """Run the calling thread (an indexing inference thread) at a lower CPU priority."""
+    with contextlib.suppress(OSError, AttributeError):  # not Linux, or not allowed: only slower to yield
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), INDEXING_NICENESS)
+
+
 @dataclass(frozen=True)
 class EmbeddingLanes:
-    """Two queues in front of the one model, so a question never waits behind indexing.
+    """Two ways into the one model, so a question never waits behind indexing — nor shares its CPU.
 
-    Indexing batches take the ``indexing`` lane one at a time (the model already uses every
-    core; parallel batches only multiply activation memory). A query's text (LightRAG passes
-    ``context="query"``) takes the ``query`` lane and runs beside the batch in progress:
-    without it, a question asked while a 200-page PDF indexes waited behind every queued
-    batch (33-60 s measured).
+    Indexing batches run on ``parallel`` dedicated threads at a lower CPU priority (each
+    inference single-threaded: batches in parallel use the cores as well as intra-op threads
+    did, and a question's thread is never one of them). A question's text (LightRAG passes
+    ``context="query"``) takes the ``query`` lane at normal priority and runs beside them.
+    Before, a question waited behind every queued batch (33-60 s measured), then, with its own
+    lane, still ran 2.5-3.6x slower while indexing's two-thread inferences held both cores.
     """
 
-    indexing: anyio.CapacityLimiter
+    indexing: ThreadPoolExecutor
     query: anyio.CapacityLimiter
 
     @classmethod
-    def create(cls) -> EmbeddingLanes:
-        """One inference at a time per lane (call inside the event loop)."""
+    def create(cls, parallel: int) -> EmbeddingLanes:
+        """`parallel` indexing inferences at once; one question at a time (call inside the event loop)."""
         import anyio
 
-        return cls(indexing=anyio.CapacityLimiter(1), query=anyio.CapacityLimiter(1))
+        pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="embed-indexing",
+                                  initializer=_lower_priority)
+        return cls(indexing=pool, query=anyio.CapacityLimiter(1))
 
 
 def make_embedding_func(embedder: OnnxSentenceEmbedder, lanes: EmbeddingLanes) -> EmbeddingFunc:
@@ -248,8 +264,10 @@ def make_embedding_func(embedder: OnnxSentenceEmbedder, lanes: EmbeddingLanes) -
         if is_query and len(texts) == 1 and texts[0] in recent:
             recent.move_to_end(texts[0])
             return recent[texts[0]][None, :].copy()
-        lane = lanes.query if is_query else lanes.indexing
-        vectors = await anyio.to_thread.run_sync(embedder.embed, list(texts), limiter=lane)
+        if is_query:
+            vectors = await anyio.to_thread.run_sync(embedder.embed, list(texts), limiter=lanes.query)
+        else:
+            vectors = await asyncio.get_running_loop().run_in_executor(lanes.indexing, embedder.embed, list(texts))
         if is_query and len(texts) == 1:
             recent[texts[0]] = vectors[0]
             while len(recent) > QUERY_CACHE_SIZE:

@@ -84,10 +84,10 @@ def test_a_run_longer_than_the_budget_is_cut_between_whole_graphemes() -> None:
 
 
 def test_a_chunk_ends_at_a_paragraph_rather_than_mid_paragraph() -> None:
-    first = " ".join(f"Sentence {n} of the first paragraph." for n in range(20))
+    first = " ".join(f"Sentence {n} of the first paragraph." for n in range(24))  # 192 of 240 tokens
     second = " ".join(f"Satz {n} im zweiten Absatz über Größe." for n in range(20))
     chunks = chunk_text(f"{first}\n\n{second}", encode, 240, 0)
-    assert chunks[0].content == first
+    assert chunks[0].content == first  # not 48 more tokens cut from the middle of the second paragraph
 
 
 def test_a_chunk_ends_after_a_cjk_or_arabic_sentence_stop() -> None:

@@ -182,9 +182,9 @@ class _Recorder(OnnxSentenceEmbedder):
 
 
 @pytest.mark.anyio
-async def test_embedding_func_runs_indexing_batches_one_at_a_time_in_threads() -> None:
+async def test_embedding_func_runs_indexing_batches_in_its_own_threads() -> None:
     recorder = _Recorder()
-    func = make_embedding_func(recorder, EmbeddingLanes.create())
+    func = make_embedding_func(recorder, EmbeddingLanes.create(1))
     assert (func.embedding_dim, func.max_token_size, func.model_name) == (
         EMBEDDING_DIM,
         MAX_TOKEN_SIZE,
@@ -201,23 +201,33 @@ async def test_embedding_func_runs_indexing_batches_one_at_a_time_in_threads() -
             tg.start_soon(one, i)
     assert all(r.shape == (2, EMBEDDING_DIM) for r in results)
     assert threading.get_ident() not in recorder.threads
-    assert recorder.peak == 1  # the indexing lane serialised the five calls
+    assert recorder.peak == 1  # one indexing thread: the five calls ran one after another
     assert (await func([])).shape == (0, EMBEDDING_DIM)
 
 
 @pytest.mark.anyio
 async def test_query_embedding_does_not_wait_for_the_indexing_lane(embedder: OnnxSentenceEmbedder) -> None:
-    lanes = EmbeddingLanes.create()
+    lanes = EmbeddingLanes.create(1)
     func = make_embedding_func(embedder, lanes)
-    async with lanes.indexing:  # indexing holds the model's indexing lane for as long as it likes
+    release = threading.Event()
+    lanes.indexing.submit(release.wait)  # indexing's only thread is busy for as long as it likes
+    try:
         with anyio.fail_after(30):  # a generous bound: it would block forever if queued behind indexing
             vector = await func(["when was the bridge built?"], context="query")
+    finally:
+        release.set()
     assert vector.shape == (1, EMBEDDING_DIM)
+
+
+def test_indexing_inference_threads_run_at_a_lower_priority() -> None:
+    lanes = EmbeddingLanes.create(1)
+    niceness = lanes.indexing.submit(lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())).result()
+    assert niceness >= os.getpriority(os.PRIO_PROCESS, 0) + 1
 
 
 @pytest.mark.anyio
 async def test_only_query_texts_are_cached(embedder: OnnxSentenceEmbedder) -> None:
-    func = make_embedding_func(embedder, EmbeddingLanes.create())
+    func = make_embedding_func(embedder, EmbeddingLanes.create(1))
     await func(["an entity description"], context="document")
     await func(["a question"], context="query")
     assert list(func.func.query_cache) == ["a question"]  # type: ignore[attr-defined]
@@ -225,7 +235,7 @@ async def test_only_query_texts_are_cached(embedder: OnnxSentenceEmbedder) -> No
 
 @pytest.mark.anyio
 async def test_embedding_func_survives_lightrag_asdict(embedder: OnnxSentenceEmbedder) -> None:
-    func = make_embedding_func(embedder, EmbeddingLanes.create())
+    func = make_embedding_func(embedder, EmbeddingLanes.create(1))
     # LightRAG's _build_global_config runs dataclasses.asdict (a deepcopy) over it.
     as_dict = dataclasses.asdict(func)
     assert as_dict["func"] is func.func
@@ -340,7 +350,7 @@ async def test_lightrag_constructs_and_inserts_offline(
     rag = LightRAG(
         working_dir=str(tmp_path / "rag"),
         llm_model_func=no_llm,
-        embedding_func=make_embedding_func(embedder, EmbeddingLanes.create()),
+        embedding_func=make_embedding_func(embedder, EmbeddingLanes.create(1)),
         tokenizer=make_offline_tokenizer(),
         enable_llm_cache=False,
     )
