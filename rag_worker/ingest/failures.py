@@ -57,6 +57,12 @@ class Failure(enum.Enum):
     UNSAFE_XML = enum.auto()
     DAMAGED_ARCHIVE = enum.auto()
     DRM_PROTECTED = enum.auto()
+    # Scans and images (OCR)
+    DAMAGED_IMAGE = enum.auto()
+    TOO_MANY_PIXELS = enum.auto()
+    OCR_OFF = enum.auto()
+    NO_TEXT_IN_SCAN = enum.auto()
+    OCR_MODEL_MISSING = enum.auto()
     # Any format
     DAMAGED_DOCUMENT = enum.auto()
     NO_TEXT = enum.auto()
@@ -136,6 +142,32 @@ FAILURES: dict[Failure, FailureInfo] = {
         ErrorCode.EXTRACTION_FAILED,
         "The PDF has no text layer (scanned images?); upload a text-based PDF or run OCR first.",
         "Run OCR on the document (or export it from its source as a text-based PDF) and upload that.",
+    ),
+    Failure.DAMAGED_IMAGE: FailureInfo(
+        ErrorCode.EXTRACTION_FAILED,
+        "The image is damaged or not a PNG, JPEG or TIFF file; re-save it and upload it again.",
+        _RESAVE,
+    ),
+    Failure.TOO_MANY_PIXELS: FailureInfo(
+        ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+        "The image has more pixels than OCR can read safely (a decompression bomb?).",
+        "Scan or export it at a lower resolution (300 dpi is plenty) and upload it again.",
+    ),
+    Failure.OCR_OFF: FailureInfo(
+        ErrorCode.EXTRACTION_FAILED,
+        "The text is in scanned images, and OCR is off on this server.",
+        "Ask the server's administrator to set LIGHTRAG_MCP_OCR=auto, or upload a text-based copy "
+        "(or one you ran OCR on).",
+    ),
+    Failure.NO_TEXT_IN_SCAN: FailureInfo(
+        ErrorCode.EXTRACTION_FAILED,
+        "OCR found no readable text in the scanned pages.",
+        "Scan the pages again at 300 dpi with good contrast, or upload a text-based copy.",
+    ),
+    Failure.OCR_MODEL_MISSING: FailureInfo(
+        ErrorCode.EXTRACTION_FAILED,
+        "Reading scanned pages needs the OCR model, which is not installed on this server.",
+        "Ask the server's administrator to run `make setup`, which installs it; or upload a text-based copy.",
     ),
     Failure.TOO_MANY_PAGES: FailureInfo(
         ErrorCode.FILE_TOO_LARGE,

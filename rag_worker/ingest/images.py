@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode, RagError
 
 from .document import DocumentBuilder, ExtractedDocument
-from .ocr import OCR_ENV, OCR_OFF_ADVICE, OcrBudget, OcrOptions, check_pixels, ocr_image, page_warnings
+from .failures import Failure, refuse
+from .ocr import OCR_OFF_ADVICE, OcrBudget, OcrOptions, check_pixels, ocr_image, page_warnings
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -31,11 +32,6 @@ NO_IMAGE_TEXT_MESSAGE = (
     "No readable text was found in the image (OCR found none); upload a sharper scan (300 dpi) "
     "or a text-based copy of the document."
 )
-DAMAGED_IMAGE_MESSAGE = "The image is damaged or not a PNG, JPEG or TIFF file; re-save it and upload it again."
-OCR_OFF_ACTION = (
-    f"Ask the server's administrator to set {OCR_ENV}=auto, or upload a text-based copy (or one you ran OCR on)."
-)
-RESCAN_ACTION = "Scan the pages again at 300 dpi with good contrast, or upload a text-based copy."
 PDF_OCR_OFF_MESSAGE = f"The PDF has no text layer (its pages are scanned images). {OCR_OFF_ADVICE}"
 PDF_NO_OCR_TEXT_MESSAGE = (
     "The PDF has no text layer and OCR found no readable text in its scanned pages; "
@@ -53,14 +49,10 @@ def _open_image(data: bytes) -> Image:
             warnings.simplefilter("ignore", PilImage.DecompressionBombWarning)  # our own bound applies below
             image = PilImage.open(BytesIO(data))
     except PilImage.DecompressionBombError:
-        raise RagError(
-            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-            "The image declares more pixels than OCR can read safely (a decompression bomb?); "
-            "export it at a lower resolution (300 dpi is plenty).",
-        ) from None
+        raise refuse(Failure.TOO_MANY_PIXELS) from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
         logger.info("image: cannot open", exc_info=True)
-        raise RagError(ErrorCode.EXTRACTION_FAILED, DAMAGED_IMAGE_MESSAGE) from None
+        raise refuse(Failure.DAMAGED_IMAGE) from None
     check_pixels(image.width, image.height, "The image")
     return image
 
@@ -74,7 +66,7 @@ def _frame_lines(image: Image, number: int) -> list[str]:
         frame = ImageOps.exif_transpose(image.copy())
     except (OSError, ValueError, SyntaxError):
         logger.info("image: frame %d cannot be decoded", number, exc_info=True)
-        raise RagError(ErrorCode.EXTRACTION_FAILED, DAMAGED_IMAGE_MESSAGE) from None
+        raise refuse(Failure.DAMAGED_IMAGE) from None
     return ocr_image(frame)
 
 
@@ -86,7 +78,7 @@ def extract_image(data: bytes, *, ocr: OcrOptions, max_pages: int) -> ExtractedD
     TIFF with more than `max_pages` pages.
     """
     if not ocr.enabled:
-        raise RagError(ErrorCode.EXTRACTION_FAILED, IMAGE_OCR_OFF_MESSAGE, suggested_action=OCR_OFF_ACTION)
+        raise refuse(Failure.OCR_OFF, IMAGE_OCR_OFF_MESSAGE)
     from PIL import ImageSequence
 
     image = _open_image(data)
@@ -110,7 +102,7 @@ def extract_image(data: bytes, *, ocr: OcrOptions, max_pages: int) -> ExtractedD
         if not builder.extend(lines):
             break
     if not read:
-        raise RagError(ErrorCode.EXTRACTION_FAILED, NO_IMAGE_TEXT_MESSAGE, suggested_action=RESCAN_ACTION)
+        raise refuse(Failure.NO_TEXT_IN_SCAN, NO_IMAGE_TEXT_MESSAGE)
     document = builder.build(title=None, empty_message=NO_IMAGE_TEXT_MESSAGE)
     notes = ["The image was read by OCR; check names and numbers."] if frames == 1 else page_warnings(read, empty)
     skipped = budget.warning()
@@ -163,11 +155,9 @@ class ScannedPages:
     def refusal(self) -> RagError | None:
         """Why a PDF with no text at all is refused, when its scanned pages explain it."""
         if self.unread and not self.options.enabled:
-            return RagError(
-                ErrorCode.EXTRACTION_FAILED, PDF_OCR_OFF_MESSAGE, suggested_action=OCR_OFF_ACTION
-            )
+            return refuse(Failure.OCR_OFF, PDF_OCR_OFF_MESSAGE)
         if self.attempted:
-            return RagError(ErrorCode.EXTRACTION_FAILED, PDF_NO_OCR_TEXT_MESSAGE, suggested_action=RESCAN_ACTION)
+            return refuse(Failure.NO_TEXT_IN_SCAN, PDF_NO_OCR_TEXT_MESSAGE)
         return None
 
 

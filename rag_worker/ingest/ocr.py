@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode, RagError
 from protocol.settings import setting
+
+from .failures import Failure, refuse
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -195,11 +196,7 @@ def get_engine() -> Any:
                 _engine = create_engine()
             except ModelMissing as exc:
                 logger.error("ocr: cannot load the OCR model: %s", exc)
-                raise RagError(
-                    ErrorCode.EXTRACTION_FAILED,
-                    "Reading scanned pages needs the OCR model, which is not installed on this server; "
-                    "the administrator can install it with `make setup`.",
-                ) from None
+                raise refuse(Failure.OCR_MODEL_MISSING) from None
             logger.info("ocr: engine loaded in %.2f s", time.perf_counter() - started)
         return _engine
 
@@ -207,10 +204,10 @@ def get_engine() -> Any:
 def check_pixels(width: int, height: int, what: str) -> None:
     """Refuse an image larger than `MAX_IMAGE_PIXELS` (`RESOURCE_LIMIT_EXCEEDED`) before it is decoded."""
     if width * height > MAX_IMAGE_PIXELS:
-        raise RagError(
-            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+        raise refuse(
+            Failure.TOO_MANY_PIXELS,
             f"{what} is {width:,} × {height:,} pixels; OCR reads images of at most "
-            f"{MAX_IMAGE_PIXELS // 1_000_000} million pixels. Scan or export it at a lower resolution (300 dpi is plenty).",
+            f"{MAX_IMAGE_PIXELS // 1_000_000} million pixels.",
             details={"width": width, "height": height, "max_pixels": MAX_IMAGE_PIXELS},
         )
 
