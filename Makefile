@@ -29,7 +29,7 @@ test-fast: $(STAMP)
 	@bash scripts/run_tests.sh -m "not slow"
 
 lint: $(STAMP)
-	$(VPY) -m ruff check protocol mcp_front rag_worker scripts tests
+	$(VPY) -m ruff check protocol config mcp_front rag_worker scripts tests
 
 clean:
 	rm -rf $(VENV) tests/clients/node_modules

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from config.settings import UNEXPANDED_PLACEHOLDER
 from protocol import ErrorCode, RagError
-from protocol.settings import UNEXPANDED_PLACEHOLDER
 
 META_USER_KEY = "lightrag/userId"
 MAX_USER_ID_LENGTH = 256

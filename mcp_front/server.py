@@ -25,6 +25,17 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
+from config.bindings import validate_binding_settings
+from config.logs import correlation_id, setup_logging
+from config.settings import (
+    ConfigError,
+    Settings,
+    env_example,
+    load_settings,
+    settings_markdown,
+    unwritable_reason,
+)
+from config.storages import INTERACTIVE_DRIVER_DEFAULTS, probe_servers, resolve_storages, server_addresses
 from mcp_front.catalogue import TOOLS, Catalogue, Tool, tools_markdown
 from mcp_front.health import FRONT_VERSION, health_check
 from mcp_front.identity import Identity, resolve_identity
@@ -36,17 +47,6 @@ from mcp_front.wire import answer_unreadable_lines
 from mcp_front.worker_process import worker_command
 from protocol import ErrorCode, RagError
 from protocol import methods as m
-from protocol.bindings_config import validate_binding_settings
-from protocol.logs import correlation_id, setup_logging
-from protocol.settings import (
-    ConfigError,
-    Settings,
-    env_example,
-    load_settings,
-    settings_markdown,
-    unwritable_reason,
-)
-from protocol.storage_config import INTERACTIVE_DRIVER_DEFAULTS, probe_servers, resolve_storages, server_addresses
 
 log = logging.getLogger("mcp_front")
 

@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from config.reporting import iso, percentiles, stats_request
 from protocol import RagError
 from protocol import methods as m
-from protocol.reporting import iso, percentiles, stats_request
 
 RING_SIZE = 50_000
 QUERY_TOOLS = frozenset({"lightrag_query", "lightrag_stream_query", "query_lightrag"})

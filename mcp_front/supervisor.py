@@ -27,9 +27,9 @@ import anyio
 import anyio.abc
 import psutil
 
+from config.settings import Settings
 from mcp_front.worker_process import ProgressCallback, WorkerGone, WorkerProcess
 from protocol import ErrorCode, RagError
-from protocol.settings import Settings
 
 log = logging.getLogger("mcp_front.supervisor")
 

@@ -3,7 +3,7 @@
 With nothing configured this is the embedded default (SPEC §6): the packaged
 all-MiniLM-L6-v2 ONNX model, an offline tokenizer and the built-in extractor.
 `LLM_BINDING` and `EMBEDDING_BINDING` (openai, azure_openai, ollama; checked by
-`protocol.bindings_config`) switch each side independently to LightRAG's own binding
+`config.bindings`) switch each side independently to LightRAG's own binding
 functions, wired the way LightRAG's server wires them (lightrag/api/lightrag_server.py).
 
 API keys live only in the closures built here: never in LightRAG's config (which it
@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from protocol.bindings_config import (
+from config.bindings import (
     BindingConfig,
     EmbeddingBinding,
     LLMBinding,
@@ -28,7 +28,7 @@ from protocol.bindings_config import (
     require_client_package,
     resolve_bindings,
 )
-from protocol.settings import ConfigError, Settings
+from config.settings import ConfigError, Settings
 
 log = logging.getLogger("rag_worker.bindings")
 

@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 import anyio
 import psutil
 
+from config.settings import Settings
 from protocol import ErrorCode, RagError
 from protocol import methods as m
-from protocol.settings import Settings
 
 log = logging.getLogger("rag_worker")
 
@@ -37,14 +37,14 @@ class WorkerState:
     requests_served: int = 0
     requests_cancelled: int = 0
     lightrag_version: str = "unknown"
-    engines: Any = None  # rag_worker.engine.EngineRegistry, created in warm_up()
-    batches: Any = None  # rag_worker.batches.BatchRunner, created in warm_up()
+    engines: Any = None  # rag_worker.storage.engine.EngineRegistry, created in warm_up()
+    batches: Any = None  # rag_worker.operations.batches.BatchRunner, created in warm_up()
 
     async def warm_up(self, spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], Any]) -> None:
         """Everything that must work before the worker says it is ready.
 
         `spawn` starts background work (indexing) that outlives the call that queued it."""
-        from rag_worker.engine import EngineRegistry, import_lightrag
+        from rag_worker.storage.engine import EngineRegistry, import_lightrag
 
         self.lightrag_version = await anyio.to_thread.run_sync(import_lightrag, limiter=self.limiter)
         async def announce_blocking(seconds: float, reason: str) -> None:
@@ -53,7 +53,7 @@ class WorkerState:
         self.engines = EngineRegistry(self.settings, self.limiter, spawn, announce_blocking)
         self.engines.check_data_dir()
         await anyio.to_thread.run_sync(self.engines.placement.check_servers)
-        from rag_worker.batches import BatchRunner
+        from rag_worker.operations.batches import BatchRunner
 
         self.batches = BatchRunner(self, spawn)
         spawn(self.batches.resume_all)  # batches a previous worker left unfinished

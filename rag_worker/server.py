@@ -20,6 +20,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from config.logs import correlation_id, setup_logging
+from config.settings import ConfigError, Settings, load_settings
 from protocol import (
     ErrorCode,
     ErrorObject,
@@ -37,11 +39,9 @@ from protocol import (
     parse_message,
 )
 from protocol import methods as m
-from protocol.logs import correlation_id, setup_logging
-from protocol.settings import ConfigError, Settings, load_settings
 from rag_worker.context import RequestContext, WorkerState
 from rag_worker.stdio_guard import ProtocolFds
-from rag_worker.storage_errors import with_storage_errors
+from rag_worker.storage.errors import with_storage_errors
 
 log = logging.getLogger("rag_worker.server")
 
@@ -221,7 +221,7 @@ class WorkerServer:
             raise RagError(ErrorCode.INVALID_PARAMETER, "The call has no arguments object.")
         handler = with_storage_errors(handler)
         if envelope.get("audit"):  # a mutating call: it goes to the workspace's audit log
-            from rag_worker.audit import record_call
+            from rag_worker.operations.audit import record_call
 
             return await record_call(context, str(envelope.get("tool") or request.method), arguments, handler)
         return await handler(context, arguments)
@@ -245,7 +245,7 @@ def run_worker(fds: ProtocolFds) -> None:
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # start-up failures the front should be able to name
-        from rag_worker.engine import DataDirUnwritable
+        from rag_worker.storage.engine import DataDirUnwritable
 
         grouped = isinstance(exc, BaseExceptionGroup) and exc.subgroup(DataDirUnwritable) is not None
         if not (grouped or isinstance(exc, DataDirUnwritable)):

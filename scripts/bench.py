@@ -9,7 +9,7 @@ Sub-benchmarks: startup, bridge, upload, indexing (with queries and concurrency)
 while the same workspace indexes a large PDF; how long an upload holds the turn), hang.
 The server runs for real over stdio through `mcp.ClientSession`; the floor is LightRAG
 called directly in one process with the same configuration (`rag_worker.bindings` +
-`rag_worker.engine.lightrag_kwargs`), or pypdf alone, or a bare `mcp` server.
+`rag_worker.storage.engine.lightrag_kwargs`), or pypdf alone, or a bare `mcp` server.
 Numbers: median, p95, min, max and the ratio of medians to the floor.
 """
 
@@ -122,7 +122,7 @@ async def bench_bridge(results: Results, home: Path, calls: int) -> None:
 
 async def in_process_echo(calls: int) -> list[float]:
     """The same echo handler called directly in this process: the floor without any transport."""
-    from protocol.settings import load_settings
+    from config.settings import load_settings
     from rag_worker.context import RequestContext, WorkerState
     from rag_worker.handlers.system import debug
 

@@ -29,7 +29,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from protocol.settings import load_settings  # noqa: E402
+from config.settings import load_settings  # noqa: E402
 from rag_worker.context import RequestContext, WorkerState  # noqa: E402
 
 CASES: dict[str, dict[str, Any]] = {

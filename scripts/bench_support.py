@@ -136,9 +136,9 @@ class DirectLightRAG:
         self.rag: Any = None
 
     async def open(self) -> None:
-        from protocol.settings import load_settings
+        from config.settings import load_settings
         from rag_worker.bindings import build_components
-        from rag_worker.engine import import_lightrag, new_lightrag
+        from rag_worker.storage.engine import import_lightrag, new_lightrag
 
         import_lightrag()
         components = await build_components(load_settings({"WORKING_DIR": str(self._dir)}), anyio.CapacityLimiter(4))
@@ -154,7 +154,7 @@ class DirectLightRAG:
         return time.perf_counter() - started
 
     async def query(self, question: str, mode: str) -> Any:
-        from rag_worker.querying import query_param
+        from rag_worker.operations.querying import query_param
 
         return await self.rag.aquery_data(question, query_param({"query": question, "mode": mode}, stream=False, with_llm=False))
 

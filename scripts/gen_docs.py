@@ -10,8 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from config.settings import env_example, settings_markdown  # noqa: E402
 from mcp_front.catalogue import TOOLS, tools_markdown  # noqa: E402
-from protocol.settings import env_example, settings_markdown  # noqa: E402
 
 SECTIONS = {"tools": tools_markdown(TOOLS), "settings": settings_markdown()}
 

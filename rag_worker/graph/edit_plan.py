@@ -1,7 +1,7 @@
 """Validation of a `lightrag_update_entity` request against the graph as it is, before
 anything is written: the entity, merge sources and relationship targets exist, a rename
 does not land on an existing name unless merging is allowed, every value is storable.
-The result is an `EditPlan` of resolved names that `rag_worker.graph.editing` applies.
+The result is an `EditPlan` of resolved names that `rag_worker.graph.entity_update` applies.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_worker.documents import name_from_file_path
 from rag_worker.graph.snapshot import split_multi
+from rag_worker.storage.catalog import name_from_file_path
 
 MAX_DOCUMENTS_PER_ENTITY = 20
 CHUNK_MARKER = "-chunk-"

@@ -8,9 +8,9 @@ from typing import Any
 import anyio
 
 from protocol import ErrorCode, RagError
-from rag_worker.backups import write_backup
 from rag_worker.context import RequestContext
-from rag_worker.deletion import (
+from rag_worker.operations.backups import write_backup
+from rag_worker.operations.deletion import (
     DELETE_WAIT_SECONDS,
     POLL_SECONDS,
     Contribution,
@@ -26,15 +26,15 @@ from rag_worker.deletion import (
     resolve,
     restrict_failure,
 )
-from rag_worker.documents import state_of
-from rag_worker.engine import Workspace
-from rag_worker.listing import (
+from rag_worker.operations.listing import (
     add_graph_counts,
     all_status_rows,
     listing_result,
     parse_list_request,
     select_documents,
 )
+from rag_worker.storage.catalog import state_of
+from rag_worker.storage.engine import Workspace
 
 
 async def list_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:

@@ -6,8 +6,8 @@ from typing import Any
 
 from rag_worker.context import RequestContext
 from rag_worker.graph.edit_plan import RESERVED_ATTRIBUTES, SEPARATOR
-from rag_worker.graph.editing import SUMMARY_TEXT, EditOutcome, edit_lock
-from rag_worker.graph.editing import update_entity as apply_update
+from rag_worker.graph.entity_update import SUMMARY_TEXT, EditOutcome, edit_lock
+from rag_worker.graph.entity_update import update_entity as apply_update
 
 REBUILD_WARNING = (
     "This entity was extracted from documents: if one of them is deleted or re-indexed, LightRAG rebuilds "

@@ -8,11 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol import ErrorCode, RagError
-from rag_worker.batches import load_source, text_source
 from rag_worker.context import RequestContext
-from rag_worker.documents import SourceDocument, status_counts
-from rag_worker.engine import Workspace
-from rag_worker.indexing import describe_document, describe_ingest, index_document, still_indexing
 from rag_worker.ingest import (
     BYTES_PER_MB,
     FORMATS,
@@ -28,7 +24,11 @@ from rag_worker.ingest import (
 )
 from rag_worker.ingest.isolation import EXTRACTION_TIMEOUT_S
 from rag_worker.ingest.paths import AllowedRoots, FolderRules, document_name, walk_folder
-from rag_worker.jobs import Job, JobItem, job_view
+from rag_worker.operations.batches import load_source, text_source
+from rag_worker.operations.indexing import describe_document, describe_ingest, index_document, still_indexing
+from rag_worker.operations.jobs import Job, JobItem, job_view
+from rag_worker.storage.catalog import SourceDocument, status_counts
+from rag_worker.storage.engine import Workspace
 
 FOLDER_CONCURRENCY = 2  # files read and parsed at once in a folder run (LightRAG indexes one by one)
 BATCH_CONCURRENCY = 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rag_worker.context import RequestContext
-from rag_worker.querying import run_query
+from rag_worker.operations.querying import run_query
 
 
 async def query(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:

@@ -11,12 +11,12 @@ from typing import Any
 
 import anyio
 
+from config.bindings import resolve_bindings
+from config.storages import resolve_storages, storage_summary
 from protocol import ErrorCode, RagError
-from protocol.bindings_config import resolve_bindings
-from protocol.storage_config import resolve_storages, storage_summary
 from rag_worker.context import RequestContext
-from rag_worker.engine import describe_holder
-from rag_worker.storage_errors import seconds_since_failure
+from rag_worker.storage.engine import describe_holder
+from rag_worker.storage.errors import seconds_since_failure
 
 log = logging.getLogger("rag_worker.system")
 
@@ -93,7 +93,7 @@ async def health(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     if args.get("check_dependencies"):
         await _check_dependencies(ctx, result)
     if args.get("include_detailed") or args.get("check_dependencies"):
-        from rag_worker.diagnostics import knowledge_base_counts
+        from rag_worker.operations.diagnostics import knowledge_base_counts
 
         result["statistics"] = await knowledge_base_counts(await state.engines.get(ctx.workspace))
     return result
@@ -149,7 +149,7 @@ def _llm_configured(settings: Any) -> dict[str, Any]:
 async def _check_dependencies(ctx: RequestContext, result: dict[str, Any]) -> None:
     """Open the caller's workspace and time one cheap call to each storage, the embedding
     model and the LLM endpoint; any failure makes the report degraded."""
-    from rag_worker.diagnostics import probe_embedding, probe_llm, probe_storages
+    from rag_worker.operations.diagnostics import probe_embedding, probe_llm, probe_storages
 
     state = ctx.state
     started = time.perf_counter()
@@ -222,11 +222,11 @@ def _spin(seconds: float) -> None:
 
 
 async def clear_cache(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
-    """`lightrag_clear_cache`: sizes before, clear, sizes after (see rag_worker/caches.py)."""
+    """`lightrag_clear_cache`: sizes before, clear, sizes after (see rag_worker/operations/caches.py)."""
     from lightrag.kg.shared_storage import get_namespace_data
 
-    from rag_worker.caches import CACHE_TYPES, clear, measure
-    from rag_worker.graph.editing import edit_lock
+    from rag_worker.graph.entity_update import edit_lock
+    from rag_worker.operations.caches import CACHE_TYPES, clear, measure
 
     started = time.perf_counter()
     requested = set(args["cache_types"])
@@ -264,9 +264,9 @@ async def clear_cache(ctx: RequestContext, args: dict[str, Any]) -> dict[str, An
 async def system_stats(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_get_system_stats`, the worker's share: documents, storage, worker memory and
     the audit log of the caller's workspace (the front adds call statistics and restarts)."""
-    from protocol.reporting import iso, stats_request
-    from rag_worker.diagnostics import directory_usage, document_stats, read_audit
-    from rag_worker.limits import document_usage, quota_limits
+    from config.reporting import iso, stats_request
+    from rag_worker.operations.diagnostics import directory_usage, document_stats, read_audit
+    from rag_worker.operations.limits import document_usage, quota_limits
 
     start, end, categories = stats_request(args)
     ws = await ctx.state.engines.get(ctx.workspace)

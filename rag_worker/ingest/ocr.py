@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocol.settings import setting
+from config.settings import setting
 
 from .failures import Failure, refuse
 

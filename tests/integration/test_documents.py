@@ -268,7 +268,7 @@ async def test_deleting_while_indexing_runs_is_refused_clearly_and_works_afterwa
 async def in_process_worker(data_dir: Path, workspace: str, wait_seconds: str) -> AsyncIterator[Any]:
     """The worker's own state and handlers in this process (real LightRAG), for situations the
     server cannot be steered into from outside, such as a document nothing is indexing."""
-    from protocol.settings import load_settings
+    from config.settings import load_settings
     from rag_worker.context import RequestContext, WorkerState
 
     async def ignore(*_: Any) -> None:
@@ -323,7 +323,7 @@ async def test_a_delete_cut_short_by_a_killed_worker_is_finished_when_the_worksp
     the workspace's journal, the document's passages already gone from one store, its status
     still 'processed'.  The next worker finishes that delete before any call reads the
     workspace: the document is gone everywhere, the other document is untouched and found."""
-    from rag_worker.delete_journal import DeleteJournal
+    from rag_worker.storage.journals import DeleteJournal
 
     data_dir = home / "data"
     async with running_server(home, WORKING_DIR=str(data_dir)) as client:

@@ -1,7 +1,7 @@
 """`lightrag_update_entity`: edits go through LightRAG's editing API, are validated before
 anything is written, are atomic per call, serialized per workspace, and visible to queries.
 
-The first group runs LightRAG in-process (built by `rag_worker.engine.new_lightrag`, as the
+The first group runs LightRAG in-process (built by `rag_worker.storage.engine.new_lightrag`, as the
 worker builds it) so a storage failure can be injected mid-edit; the second drives the real
 server over stdio.
 """
@@ -16,9 +16,9 @@ from typing import Any
 import anyio
 import pytest
 
+from config.settings import load_settings
 from protocol import ErrorCode, RagError
-from protocol.settings import load_settings
-from rag_worker.graph.editing import edit_lock, update_entity
+from rag_worker.graph.entity_update import edit_lock, update_entity
 from tests.integration.harness import Client, error_of, running_server
 
 pytestmark = pytest.mark.anyio
@@ -31,7 +31,7 @@ DOC_B = "Bob Stone works at Acme Corporation in Paris. Acme Corporation sells ro
 async def rag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
     """A LightRAG instance with two small documents indexed by the built-in extractor."""
     from rag_worker.bindings import build_components
-    from rag_worker.engine import import_lightrag, new_lightrag
+    from rag_worker.storage.engine import import_lightrag, new_lightrag
 
     monkeypatch.chdir(tmp_path)  # LightRAG reads ./.env
     import_lightrag()

@@ -17,8 +17,8 @@ from typing import Any
 import anyio
 import pytest
 
-from protocol.bindings_config import validate_binding_settings
-from protocol.settings import ConfigError, load_settings
+from config.bindings import validate_binding_settings
+from config.settings import ConfigError, load_settings
 from rag_worker.bindings import build_components
 from tests.conftest import PROJECT_ROOT, PYTHON
 from tests.fakes.openai_server import ANSWER_PREFIX, FakeLLMServer
@@ -85,8 +85,8 @@ def binding_env(binding: str, fake: FakeLLMServer, **extra: str) -> dict[str, st
 
 
 async def open_rag(components: dict[str, Any], working_dir: Path) -> Any:
-    """A LightRAG instance built as rag_worker/engine.py builds one."""
-    from rag_worker.engine import new_lightrag
+    """A LightRAG instance built as rag_worker/storage/engine.py builds one."""
+    from rag_worker.storage.engine import new_lightrag
 
     # A fresh workspace name each time: LightRAG keeps KV data per workspace name process-wide.
     rag = await new_lightrag(working_dir, f"bindings-{uuid.uuid4().hex[:8]}", components)
@@ -236,7 +236,7 @@ async def test_a_missing_client_package_is_a_config_error_not_a_pip_install(
 
 
 def test_the_front_can_validate_without_importing_heavy_packages() -> None:
-    code = ("import sys, protocol.bindings_config; "
+    code = ("import sys, config.bindings; "
             "print(sorted(m for m in ('lightrag', 'openai', 'ollama', 'numpy') if m in sys.modules))")
     out = subprocess.run([PYTHON, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

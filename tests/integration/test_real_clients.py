@@ -400,7 +400,7 @@ def test_inspector_uploads_markdown_and_queries_it(home: Path, tmp_path: Path) -
 
 def test_vs_code_style_client_indexes_a_folder_lists_deletes_and_the_graph_forgets(home: Path, tmp_path: Path) -> None:
     """The issue-5 'done when': roots + progress like VS Code, folder → list → delete → graph."""
-    from rag_worker.documents import doc_id_for
+    from rag_worker.storage.catalog import doc_id_for
 
     workspace = tmp_path / "notes"
     workspace.mkdir()
@@ -447,7 +447,7 @@ def test_ts_sdk_lists_the_default_profile_and_every_tool_answers(home: Path, tmp
     import base64
 
     from mcp_front.catalogue import TOOLS, Catalogue
-    from rag_worker.documents import doc_id_for
+    from rag_worker.storage.catalog import doc_id_for
 
     (tmp_path / "shelf").mkdir()
     (tmp_path / "shelf" / "otter.md").write_text("# Otters\n\nThe OTTER-12 buoy was deployed by Mia Lund.\n")

@@ -16,8 +16,8 @@ from typing import Any
 import anyio
 import pytest
 
+from config.settings import load_settings
 from protocol import ErrorCode, RagError
-from protocol.settings import load_settings
 from tests.integration.harness import Client, error_of, running_server
 
 pytestmark = pytest.mark.anyio
@@ -69,7 +69,7 @@ async def test_clear_cache_reports_sizes_before_and_after_and_keeps_the_extracti
 async def in_process_rag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[Any, Any]]:
     """LightRAG built as the worker builds it, with two documents sharing 'Acme Corporation'."""
     from rag_worker.bindings import build_components
-    from rag_worker.engine import import_lightrag, new_lightrag
+    from rag_worker.storage.engine import import_lightrag, new_lightrag
 
     monkeypatch.chdir(tmp_path)  # LightRAG reads ./.env
     import_lightrag()
@@ -85,7 +85,7 @@ async def in_process_rag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Asy
 async def test_after_clearing_all_caches_a_delete_still_rebuilds_shared_entities(
     in_process_rag: tuple[Any, Any],
 ) -> None:
-    from rag_worker.caches import CACHE_TYPES, clear
+    from rag_worker.operations.caches import CACHE_TYPES, clear
 
     rag, embedding_func = in_process_rag
     graph = rag.chunk_entity_relation_graph
@@ -261,9 +261,9 @@ async def worker_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Async
 
 async def test_check_quota_refuses_documents_and_bytes_past_the_limits(worker_state: Any) -> None:
     from rag_worker.context import RequestContext
-    from rag_worker.documents import SourceDocument
-    from rag_worker.indexing import index_document
-    from rag_worker.limits import check_quota
+    from rag_worker.operations.indexing import index_document
+    from rag_worker.operations.limits import check_quota
+    from rag_worker.storage.catalog import SourceDocument
 
     ctx = RequestContext(worker_state, "test", workspace="quota_ws", correlation_id="c1")
     ws = await worker_state.engines.get("quota_ws")

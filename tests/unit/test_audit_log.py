@@ -7,8 +7,8 @@ from pathlib import Path
 
 import orjson
 
-from rag_worker import audit
-from rag_worker.audit import append_entry, read_entries, summarize_arguments
+from rag_worker.operations import audit
+from rag_worker.operations.audit import append_entry, read_entries, summarize_arguments
 
 
 def test_bodies_are_replaced_by_their_size_and_names_are_kept() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from config.reporting import percentiles, resolve_time_range
 from mcp_front.stats import CallStats, performance_stats, query_stats
 from protocol import ErrorCode, RagError
-from protocol.reporting import percentiles, resolve_time_range
 
 
 def test_query_statistics_count_modes_latencies_and_errors_per_workspace() -> None:

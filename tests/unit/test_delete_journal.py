@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_worker.delete_journal import JOURNAL_FILE, DeleteJournal
+from rag_worker.storage.journals import JOURNAL_FILE, DeleteJournal
 
 
 def test_begin_and_end_keep_the_started_deletes_in_order_and_survive_a_new_reader(tmp_path: Path) -> None:
@@ -30,6 +30,6 @@ def test_an_unreadable_journal_is_reported_and_resumes_nothing(
     tmp_path: Path, content: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
     (tmp_path / JOURNAL_FILE).write_bytes(content)
-    with caplog.at_level(logging.ERROR, logger="rag_worker.deletion"):
+    with caplog.at_level(logging.ERROR, logger="rag_worker.operations.deletion"):
         assert DeleteJournal(tmp_path).pending() == []
     assert "unreadable" in caplog.text and str(tmp_path) not in caplog.text

@@ -8,7 +8,7 @@ import pytest
 
 from protocol import ErrorCode
 from protocol.methods.documents import DELETE_DOCUMENTS
-from rag_worker.deletion import Contribution, DeleteOptions, Failure, readiness, restrict_failure
+from rag_worker.operations.deletion import Contribution, DeleteOptions, Failure, readiness, restrict_failure
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import pytest
 
 from protocol import ErrorCode, RagError
 from protocol.methods.documents import LIST_DOCUMENTS
-from rag_worker.listing import (
+from rag_worker.operations.listing import (
     listing_result,
     parse_instant,
     parse_list_request,

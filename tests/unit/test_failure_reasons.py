@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_worker.documents import GENERIC_INDEXING_ERROR, public_error
+from rag_worker.storage.catalog import GENERIC_INDEXING_ERROR, public_error
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from config.settings import ConfigError
 from protocol.errors import ErrorCode, RagError
-from protocol.settings import ConfigError
 from rag_worker.ingest import DocFormat, detect_format, extract_isolated
 from rag_worker.ingest.extraction import extract_document
 from rag_worker.ingest.ocr import OcrOptions, lines_in_reading_order, ocr_options_from_env, page_ranges

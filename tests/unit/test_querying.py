@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_worker.querying import query_param
+from rag_worker.operations.querying import query_param
 
 
 def history(n: int) -> list[dict[str, str]]:

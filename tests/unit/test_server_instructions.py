@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from config.settings import load_settings
 from mcp_front.server import instructions_for
-from protocol.settings import load_settings
 
 
 def test_without_an_llm_the_instructions_say_queries_return_passages() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.settings import SETTINGS, ConfigError, env_example, load_settings, settings_markdown
+from config.settings import SETTINGS, ConfigError, env_example, load_settings, settings_markdown
 
 
 def test_defaults_need_no_configuration() -> None:

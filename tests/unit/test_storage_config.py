@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from config.settings import ConfigError, load_settings
+from config.storages import LOCAL_STORAGES, StorageSet, probe_servers, resolve_storages, server_addresses
 from protocol import ErrorCode, RagError
-from protocol.settings import ConfigError, load_settings
-from protocol.storage_config import LOCAL_STORAGES, StorageSet, probe_servers, resolve_storages, server_addresses
-from rag_worker.storage_errors import is_storage_failure
-from rag_worker.storage_placement import StoragePlacement
+from rag_worker.storage.errors import is_storage_failure
+from rag_worker.storage.placement import StoragePlacement
 
 PG = {
     "LIGHTRAG_KV_STORAGE": "PGKVStorage",

@@ -1,5 +1,5 @@
 """Indexing's embeddings run outside the vector store's lock; questions read committed rows
-(rag_worker/vector_flush.py), against a real LightRAG NanoVectorDBStorage."""
+(rag_worker/storage/vector_flush.py), against a real LightRAG NanoVectorDBStorage."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rag_worker.vector_flush import embed_outside_locks, reading_committed_state
+from rag_worker.storage.vector_flush import embed_outside_locks, reading_committed_state
 
 pytestmark = pytest.mark.anyio
 

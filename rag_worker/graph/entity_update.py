@@ -26,7 +26,7 @@ from protocol import ErrorCode, RagError
 from rag_worker.graph.edit_plan import EditPlan, RelationshipAdd, plan_update
 from rag_worker.graph.undo import restore_snapshot, take_snapshot
 
-log = logging.getLogger("rag_worker.graph.editing")
+log = logging.getLogger("rag_worker.graph.entity_update")
 
 APPEND_JOIN = "\n"
 PROPERTY_APPEND_JOIN = "; "

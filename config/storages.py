@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from protocol.settings import ConfigError, Settings
+from config.settings import ConfigError, Settings
 
 KINDS = ("kv", "vector", "graph", "doc_status")
 VARIABLES = {

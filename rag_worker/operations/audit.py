@@ -26,7 +26,7 @@ import orjson
 
 from protocol import RagError
 
-log = logging.getLogger("rag_worker.audit")
+log = logging.getLogger("rag_worker.operations.audit")
 
 AUDIT_FILE = "mcp_audit.jsonl"
 MAX_FILE_BYTES = 4 * 2**20

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from protocol.settings import ConfigError, Settings
+from config.settings import ConfigError, Settings
 
 SUPPORTED_BINDINGS = ("openai", "azure_openai", "ollama")
 #: The client library each binding's LightRAG module needs.

@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from protocol.bindings_config import public_host, resolve_bindings
-from protocol.reporting import iso, parse_instant, percentiles
-from rag_worker.audit import audit_path, read_entries
-from rag_worker.documents import state_of, status_counts
+from config.bindings import public_host, resolve_bindings
+from config.reporting import iso, parse_instant, percentiles
+from rag_worker.operations.audit import audit_path, read_entries
+from rag_worker.storage.catalog import state_of, status_counts
 
-log = logging.getLogger("rag_worker.diagnostics")
+log = logging.getLogger("rag_worker.operations.diagnostics")
 
 PROBE_KEY = "__lightrag_mcp_health_probe__"
 LLM_PROBE_TIMEOUT = 3.0

@@ -1,6 +1,6 @@
 """Which storages each knowledge base lives in — and never two at once (SPEC §7).
 
-The configured storages (`protocol.storage_config`) hold every new knowledge base.  A
+The configured storages (`config.storages`) hold every new knowledge base.  A
 marker in the workspace's local directory (`storage.json`) records where it was created,
 so later configuration changes cannot silently split or hide it:
 
@@ -19,9 +19,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from protocol import ErrorCode, RagError
-from protocol.settings import Settings
-from protocol.storage_config import (
+from config.settings import Settings
+from config.storages import (
     LOCAL_STORAGES,
     ServerAddress,
     StorageSet,
@@ -29,6 +28,7 @@ from protocol.storage_config import (
     resolve_storages,
     server_addresses,
 )
+from protocol import ErrorCode, RagError
 
 log = logging.getLogger("rag_worker.storage")
 

@@ -18,11 +18,11 @@ import orjson
 
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
-from rag_worker.deletion import Contribution
-from rag_worker.durable import write_atomic
-from rag_worker.engine import Workspace
+from rag_worker.operations.deletion import Contribution
+from rag_worker.storage.durable import write_atomic
+from rag_worker.storage.engine import Workspace
 
-log = logging.getLogger("rag_worker.backups")
+log = logging.getLogger("rag_worker.operations.backups")
 
 BACKUP_DIR = "backups"
 BACKUP_FORMAT = "lightrag-mcp-document-backup/1"

@@ -19,8 +19,9 @@ import anyio
 
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
-from rag_worker.deletion import remove_document
-from rag_worker.documents import (
+from rag_worker.operations.deletion import remove_document
+from rag_worker.operations.limits import check_quota
+from rag_worker.storage.catalog import (
     TERMINAL_STATES,
     SourceDocument,
     doc_id_for,
@@ -29,10 +30,9 @@ from rag_worker.documents import (
     public_error,
     state_of,
 )
-from rag_worker.engine import Workspace
-from rag_worker.limits import check_quota
+from rag_worker.storage.engine import Workspace
 
-log = logging.getLogger("rag_worker.indexing")
+log = logging.getLogger("rag_worker.operations.indexing")
 
 POLL_SECONDS = 0.2
 DELETE_WAIT_SECONDS = 30.0

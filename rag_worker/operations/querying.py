@@ -14,11 +14,11 @@ import numpy as np
 
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
-from rag_worker.documents import name_from_file_path
-from rag_worker.engine import Workspace
-from rag_worker.vector_flush import reading_committed_state
+from rag_worker.storage.catalog import name_from_file_path
+from rag_worker.storage.engine import Workspace
+from rag_worker.storage.vector_flush import reading_committed_state
 
-log = logging.getLogger("rag_worker.querying")
+log = logging.getLogger("rag_worker.operations.querying")
 
 PREVIEW_CHARS = 300
 # Not sent with query results (every call would repeat it): the server instructions and the

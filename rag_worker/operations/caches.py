@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-log = logging.getLogger("rag_worker.caches")
+log = logging.getLogger("rag_worker.operations.caches")
 
 CACHE_TYPES = ("llm", "query", "embedding", "document", "graph")
 INDEXING_MODE = "default"  # LightRAG's cache-key mode for extraction/summary entries

@@ -23,10 +23,10 @@ from typing import Any
 import anyio
 
 from protocol import ErrorCode
-from rag_worker.documents import TERMINAL_STATES, doc_id_for, name_from_file_path
-from rag_worker.engine import Workspace
+from rag_worker.storage.catalog import TERMINAL_STATES, doc_id_for, name_from_file_path
+from rag_worker.storage.engine import Workspace
 
-log = logging.getLogger("rag_worker.deletion")
+log = logging.getLogger("rag_worker.operations.deletion")
 
 DELETE_WAIT_SECONDS = 30.0
 POLL_SECONDS = 0.5

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from rag_worker.durable import write_atomic
+from rag_worker.storage.durable import write_atomic
 
 JOB_STATES = ("queued", "processing", "completed", "failed", "cancelled")
 FINISHED_JOB_STATES = frozenset({"completed", "failed", "cancelled"})

@@ -4,7 +4,7 @@ time, content hash, user metadata, pages and words.
 LightRAG's doc-status rows keep only their own metadata keys across state changes, so the
 record lives in a KV namespace of its own, created with the workspace's configured KV
 storage class (JSON files by default; the same server store when one is configured — on
-PostgreSQL a table of ours, see `rag_worker.catalog_stores`).
+PostgreSQL a table of ours, see `rag_worker.storage.catalog_stores`).
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class DocumentCatalog:
     def __init__(self, rag: Any) -> None:
         self._kv: Any
         if rag.kv_storage == "PGKVStorage":  # its tables are fixed: ours is a table of its own
-            from rag_worker.catalog_stores import PGCatalogStore
+            from rag_worker.storage.catalog_stores import PGCatalogStore
 
             self._kv = PGCatalogStore(rag.workspace, rag.vector_storage)
         else:

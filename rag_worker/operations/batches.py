@@ -30,7 +30,13 @@ import anyio
 
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
-from rag_worker.documents import (
+from rag_worker.ingest import BYTES_PER_MB, detect_format, extract_isolated, validate_metadata
+from rag_worker.ingest.isolation import EXTRACTION_TIMEOUT_S
+from rag_worker.ingest.paths import AllowedRoots, document_name, read_file
+from rag_worker.ingest.urls import UrlPolicy, fetch_url
+from rag_worker.operations.indexing import delete_version, enqueue_document
+from rag_worker.operations.jobs import Job, JobItem, JobStore
+from rag_worker.storage.catalog import (
     GENERIC_INDEXING_ERROR,
     TERMINAL_STATES,
     SourceDocument,
@@ -39,18 +45,12 @@ from rag_worker.documents import (
     public_error,
     state_of,
 )
-from rag_worker.indexing import delete_version, enqueue_document
-from rag_worker.ingest import BYTES_PER_MB, detect_format, extract_isolated, validate_metadata
-from rag_worker.ingest.isolation import EXTRACTION_TIMEOUT_S
-from rag_worker.ingest.paths import AllowedRoots, document_name, read_file
-from rag_worker.ingest.urls import UrlPolicy, fetch_url
-from rag_worker.jobs import Job, JobItem, JobStore
 
 if TYPE_CHECKING:
     from rag_worker.context import WorkerState
-    from rag_worker.engine import Spawn, Workspace
+    from rag_worker.storage.engine import Spawn, Workspace
 
-log = logging.getLogger("rag_worker.batches")
+log = logging.getLogger("rag_worker.operations.batches")
 
 FOLLOW_POLL_S = 0.5
 SAVE_EVERY_S = 1.0

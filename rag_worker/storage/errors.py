@@ -126,7 +126,7 @@ def _watched_addresses(ctx: Any) -> list[Any]:
 
 
 async def _watched(handler: Handler, ctx: Any, arguments: dict[str, Any], addresses: list[Any]) -> Any:
-    from protocol.storage_config import probe_servers
+    from config.storages import probe_servers
 
     outcome: dict[str, Any] = {}
     async with anyio.create_task_group() as tg:

@@ -17,8 +17,8 @@ from typing import Any
 
 from protocol import ErrorCode, RagError
 from protocol.methods.documents import DOCUMENT_STATES
-from rag_worker.documents import name_from_file_path, public_error, state_of
-from rag_worker.engine import Workspace
+from rag_worker.storage.catalog import name_from_file_path, public_error, state_of
+from rag_worker.storage.engine import Workspace
 
 # Pipeline order, for sort_by=status (unknown states sort last).
 STATE_RANK = {state: rank for rank, state in enumerate(DOCUMENT_STATES)}

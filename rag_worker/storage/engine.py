@@ -23,19 +23,19 @@ from typing import Any
 
 import anyio
 
+from config.settings import Settings, unwritable_reason
+from config.storages import LOCAL_STORAGES, StorageSet
 from protocol import ErrorCode, RagError
-from protocol.settings import Settings, unwritable_reason
-from protocol.storage_config import LOCAL_STORAGES, StorageSet
 from rag_worker.chunking import chunking_func
-from rag_worker.delete_journal import DeleteJournal
-from rag_worker.documents import DocumentCatalog
-from rag_worker.storage_placement import StoragePlacement
-from rag_worker.vector_flush import embed_outside_locks
+from rag_worker.storage.catalog import DocumentCatalog
+from rag_worker.storage.journals import DeleteJournal
+from rag_worker.storage.placement import StoragePlacement
+from rag_worker.storage.vector_flush import embed_outside_locks
 
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], Any]
 UNFINISHED_STATES = ("pending", "parsing", "analyzing", "processing")
 
-log = logging.getLogger("rag_worker.engine")
+log = logging.getLogger("rag_worker.storage.engine")
 
 LOCK_WAIT_SECONDS = 5.0
 OPEN_LEASE_S = 60.0  # how long opening a workspace on server storages may block the loop
@@ -289,7 +289,7 @@ class EngineRegistry:
     async def _finish_interrupted_deletes(self, entry: Workspace) -> None:
         """Durability: deletes a previous worker started are finished before anything reads."""
         if entry.deletes.pending():
-            from rag_worker.deletion import finish_interrupted_deletes  # deletion builds on this module
+            from rag_worker.operations.deletion import finish_interrupted_deletes  # deletion builds on this module
 
             try:
                 async with entry.ingest_lock:

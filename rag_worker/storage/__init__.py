@@ -1,0 +1,1 @@
+"""Where knowledge bases live: LightRAG instances, storage placement and errors, our document catalog, journals."""
