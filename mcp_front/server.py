@@ -25,22 +25,20 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from config.bindings import validate_binding_settings
 from config.logs import correlation_id, setup_logging
 from config.settings import (
     ConfigError,
     Settings,
     env_example,
-    load_settings,
     settings_markdown,
-    unwritable_reason,
 )
-from config.storages import INTERACTIVE_DRIVER_DEFAULTS, probe_servers, resolve_storages, server_addresses
+from config.storages import INTERACTIVE_DRIVER_DEFAULTS
 from mcp_front.catalogue import TOOLS, Catalogue, Tool, tools_markdown
 from mcp_front.health import FRONT_VERSION, health_check
 from mcp_front.identity import Identity, resolve_identity
 from mcp_front.rate_limit import RateLimiter
 from mcp_front.results import error_result, tool_result
+from mcp_front.startup import PROJECT_ROOT, checked_settings
 from mcp_front.stats import CallStats, system_stats
 from mcp_front.supervisor import WorkerSupervisor, front_rss_mb
 from mcp_front.wire import answer_unreadable_lines
@@ -50,7 +48,6 @@ from protocol import methods as m
 
 log = logging.getLogger("mcp_front")
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ROOTS_TIMEOUT = 5.0
 INSTRUCTIONS = (
     "LightRAG knowledge base: upload or point at documents, then query them. Each user has a "
@@ -247,44 +244,6 @@ def build_server(settings: Settings) -> tuple[Server[Any], FrontApp]:
     return server, app
 
 
-def check_data_dir(settings: Settings) -> None:
-    """The data directory (WORKING_DIR) can be created and written, or one line says why not."""
-    reason = unwritable_reason(Path(settings.data_dir) / "run", f".front-probe-{os.getpid()}")
-    if reason is not None:
-        raise ConfigError(f"WORKING_DIR={settings.data_dir!r} is not writable: {reason}")
-
-
-def check_storages(settings: Settings) -> None:
-    """Storage configuration is valid and its servers answer before we serve (SPEC §7).
-
-    A server that is down fails start-up with one line, unless LIGHTRAG_MCP_STORAGE_FALLBACK
-    is on: then the worker serves new knowledge bases from local files and says so loudly."""
-    storages = resolve_storages(settings)
-    problems = probe_servers(server_addresses(storages, settings))
-    if not problems:
-        return
-    if not settings.storage_fallback:
-        raise ConfigError(problems[0] + " (set LIGHTRAG_MCP_STORAGE_FALLBACK=true to start on local storage instead)")
-    for problem in problems:
-        sys.stderr.write(f"lightrag-mcp: WARNING: {problem}; LIGHTRAG_MCP_STORAGE_FALLBACK is on: new knowledge bases use local storage\n")
-
-
-def load_env_file() -> None:
-    """Read `LIGHTRAG_MCP_ENV_FILE`, else the project's own `.env` (never the cwd's): real
-    environment variables win."""
-    configured = os.environ.get("LIGHTRAG_MCP_ENV_FILE")
-    path = Path(configured) if configured else PROJECT_ROOT / ".env"
-    if not path.is_file():
-        if configured:
-            raise ConfigError(f"LIGHTRAG_MCP_ENV_FILE={configured!r} is not a readable file")
-        return
-    from dotenv import dotenv_values
-
-    for key, value in dotenv_values(path).items():
-        if value is not None:
-            os.environ.setdefault(key, value)
-
-
 async def serve(settings: Settings) -> None:
     server, _ = build_server(settings)
     async with stdio_server() as (raw_read_stream, write_stream):
@@ -308,11 +267,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.write(env_example())
         return
     try:
-        load_env_file()
-        settings = load_settings()
-        validate_binding_settings(settings)
-        check_storages(settings)
-        check_data_dir(settings)
+        settings = checked_settings()
         Catalogue(TOOLS, profile=settings.tools, debug=settings.debug_methods)
     except (ConfigError, ValueError) as exc:
         sys.stderr.write(f"lightrag-mcp: configuration error: {exc}\n")

@@ -26,7 +26,7 @@ WORKER_VERSION = "0.1.0"
 
 
 @dataclass
-class WorkerState:
+class WorkerRuntime:
     """What lives as long as the worker process: settings, thread limiter, engines, counters."""
 
     settings: Settings
@@ -91,7 +91,7 @@ class WorkerState:
 class RequestContext:
     """What a handler knows about the call it serves."""
 
-    state: WorkerState
+    state: WorkerRuntime
     request_id: Any
     workspace: str = ""
     user_id: str | None = None
@@ -106,11 +106,11 @@ class RequestContext:
         return self.arrived + seconds
 
     @classmethod
-    def control(cls, state: WorkerState, request_id: Any) -> RequestContext:
+    def control(cls, state: WorkerRuntime, request_id: Any) -> RequestContext:
         return cls(state, request_id)
 
     @classmethod
-    def from_envelope(cls, state: WorkerState, request_id: Any, context: Any) -> RequestContext:
+    def from_envelope(cls, state: WorkerRuntime, request_id: Any, context: Any) -> RequestContext:
         if not isinstance(context, dict) or not context.get("workspace"):
             raise RagError(ErrorCode.INVALID_PARAMETER, "The call carries no workspace context.")
         return cls(

@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -39,14 +39,11 @@ from protocol import (
     parse_message,
 )
 from protocol import methods as m
-from rag_worker.context import RequestContext, WorkerState
+from rag_worker.context import WorkerRuntime
+from rag_worker.dispatch import Handler, dispatch
 from rag_worker.stdio_guard import ProtocolFds
-from rag_worker.storage.errors import with_storage_errors
 
 log = logging.getLogger("rag_worker.server")
-
-Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[Any]]
-
 
 class WorkerServer:
     """Serves one pipe until it closes (or the parent goes away)."""
@@ -59,7 +56,7 @@ class WorkerServer:
         self._write_lock = anyio.Lock()
         self._in_flight: dict[Any, anyio.CancelScope] = {}
         self._max_frame = settings.max_frame_mb * 1024 * 1024
-        self.state = WorkerState(
+        self.state = WorkerRuntime(
             settings=settings,
             limiter=anyio.CapacityLimiter(settings.worker_threads),
             notify=self.notify,
@@ -184,7 +181,7 @@ class WorkerServer:
         response: Response | None = None
         try:
             with scope:
-                response = Response(request.id, await self._dispatch(request))
+                response = Response(request.id, await dispatch(self.state, self._handlers, request))
             if scope.cancelled_caught:
                 self.state.requests_cancelled += 1
                 log.info("request %s (%s) cancelled", request.id, request.method)
@@ -206,26 +203,6 @@ class WorkerServer:
                 await self._send(response.to_wire())
             except (BrokenPipeError, ConnectionResetError):
                 log.info("front went away before the answer to %s", request.method)
-
-    async def _dispatch(self, request: Request) -> Any:
-        spec = m.METHODS.get(request.method)
-        handler = self._handlers.get(request.method)
-        if spec is None or handler is None or (spec.debug_only and not self._settings.debug_methods):
-            raise RagError(ErrorCode.INVALID_PARAMETER, f"Unknown worker method {request.method!r}.")
-        if not spec.tool_method:
-            return await handler(RequestContext.control(self.state, request.id), request.params)
-        envelope = request.params.get("context") or {}
-        context = RequestContext.from_envelope(self.state, request.id, envelope)
-        arguments = request.params.get("arguments")
-        if not isinstance(arguments, dict):
-            raise RagError(ErrorCode.INVALID_PARAMETER, "The call has no arguments object.")
-        handler = with_storage_errors(handler)
-        if envelope.get("audit"):  # a mutating call: it goes to the workspace's audit log
-            from rag_worker.operations.audit import record_call
-
-            return await record_call(context, str(envelope.get("tool") or request.method), arguments, handler)
-        return await handler(context, arguments)
-
 
 def run_worker(fds: ProtocolFds) -> None:
     """Process entry: configure logging, build the server, serve until the pipe closes."""

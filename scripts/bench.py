@@ -123,13 +123,13 @@ async def bench_bridge(results: Results, home: Path, calls: int) -> None:
 async def in_process_echo(calls: int) -> list[float]:
     """The same echo handler called directly in this process: the floor without any transport."""
     from config.settings import load_settings
-    from rag_worker.context import RequestContext, WorkerState
+    from rag_worker.context import RequestContext, WorkerRuntime
     from rag_worker.handlers.system import debug
 
     async def nothing(*_: Any) -> None:
         return None
 
-    state = WorkerState(settings=load_settings({}), limiter=anyio.CapacityLimiter(1), notify=nothing, send_raw=nothing)
+    state = WorkerRuntime(settings=load_settings({}), limiter=anyio.CapacityLimiter(1), notify=nothing, send_raw=nothing)
     context = RequestContext(state, 1, workspace="bench", correlation_id="bench")
     samples = []
     for _ in range(calls):

@@ -30,7 +30,7 @@ if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
 from config.settings import load_settings  # noqa: E402
-from rag_worker.context import RequestContext, WorkerState  # noqa: E402
+from rag_worker.context import RequestContext, WorkerRuntime  # noqa: E402
 
 CASES: dict[str, dict[str, Any]] = {
     "default page (50, newest first)": {},
@@ -97,7 +97,7 @@ async def main() -> None:
         async def ignore(*_: Any) -> None:
             return None
 
-        state = WorkerState(load_settings({"WORKING_DIR": data_dir}), anyio.CapacityLimiter(4), ignore, ignore)
+        state = WorkerRuntime(load_settings({"WORKING_DIR": data_dir}), anyio.CapacityLimiter(4), ignore, ignore)
         async with anyio.create_task_group() as background:
             await state.warm_up(background.start_soon)  # as the worker server does
             ctx = RequestContext(state, 1, workspace="bench_documents")

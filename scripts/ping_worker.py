@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from config.settings import ConfigError, load_settings  # noqa: E402
 from mcp_front.identity import workspace_for  # noqa: E402
-from mcp_front.server import load_env_file, worker_environment  # noqa: E402
+from mcp_front.server import worker_environment  # noqa: E402
+from mcp_front.startup import load_env_file  # noqa: E402
 from mcp_front.worker_process import WorkerGone, WorkerProcess, worker_command  # noqa: E402
 from protocol import RagError  # noqa: E402
 from protocol import methods as m  # noqa: E402

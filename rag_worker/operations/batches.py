@@ -47,7 +47,7 @@ from rag_worker.storage.catalog import (
 )
 
 if TYPE_CHECKING:
-    from rag_worker.context import WorkerState
+    from rag_worker.context import WorkerRuntime
     from rag_worker.storage.engine import Spawn, Workspace
 
 log = logging.getLogger("rag_worker.operations.batches")
@@ -75,7 +75,7 @@ class _Running:
 class BatchRunner:
     """The worker's running jobs."""
 
-    def __init__(self, state: WorkerState, spawn: Spawn) -> None:
+    def __init__(self, state: WorkerRuntime, spawn: Spawn) -> None:
         self._state = state
         self._spawn = spawn
         self._running: dict[str, _Running] = {}

@@ -269,13 +269,13 @@ async def in_process_worker(data_dir: Path, workspace: str, wait_seconds: str) -
     """The worker's own state and handlers in this process (real LightRAG), for situations the
     server cannot be steered into from outside, such as a document nothing is indexing."""
     from config.settings import load_settings
-    from rag_worker.context import RequestContext, WorkerState
+    from rag_worker.context import RequestContext, WorkerRuntime
 
     async def ignore(*_: Any) -> None:
         return None
 
     settings = load_settings({"WORKING_DIR": str(data_dir), "LIGHTRAG_MCP_WAIT_SECONDS": wait_seconds})
-    state = WorkerState(settings, anyio.CapacityLimiter(2), ignore, ignore)
+    state = WorkerRuntime(settings, anyio.CapacityLimiter(2), ignore, ignore)
     async with anyio.create_task_group() as background:
         await state.warm_up(background.start_soon)  # as the worker server does
         try:

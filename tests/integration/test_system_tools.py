@@ -235,7 +235,7 @@ async def test_uploads_and_failed_uploads_are_audited_without_their_content(home
 @pytest.fixture
 async def worker_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
     """A real worker state (engines, settings) in-process, with quotas of 2 documents and 4 KB."""
-    from rag_worker.context import WorkerState
+    from rag_worker.context import WorkerRuntime
 
     monkeypatch.chdir(tmp_path)
 
@@ -249,7 +249,7 @@ async def worker_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Async
             "LIGHTRAG_MCP_MAX_STORAGE_MB": str(4096 / 2**20),
         }
     )
-    state = WorkerState(settings=settings, limiter=anyio.CapacityLimiter(2), notify=nothing, send_raw=nothing)
+    state = WorkerRuntime(settings=settings, limiter=anyio.CapacityLimiter(2), notify=nothing, send_raw=nothing)
     async with anyio.create_task_group() as tg:
         await state.warm_up(lambda job: tg.start_soon(job))
         try:
