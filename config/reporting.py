@@ -7,6 +7,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from protocol.errors import ErrorCode, RagError
+
 PRESET_SECONDS = {"last_hour": 3600.0, "last_day": 86400.0, "last_week": 7 * 86400.0, "last_month": 30 * 86400.0}
 DEFAULT_RANGE = "last_day"
 
@@ -29,8 +31,6 @@ DEFAULT_STAT_CATEGORIES = ("queries", "documents", "performance", "memory", "sto
 
 def stats_request(arguments: dict[str, Any]) -> tuple[float | None, float, set[str]]:
     """(start, end, categories) of a lightrag_get_system_stats call, or INVALID_PARAMETER."""
-    from protocol.errors import ErrorCode, RagError
-
     try:
         start, end = resolve_time_range(arguments.get("time_range"))
     except ValueError:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from config.backends import class_help
+
 
 class ConfigError(Exception):
     """A setting has a bad value; the message names the variable and what it accepts."""
@@ -159,10 +161,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LIGHTRAG_MCP_LOG_LEVEL", "INFO", "Log level for both processes (logs go to stderr).", _log_level),
     Setting("LIGHTRAG_MCP_DEBUG_METHODS", "false", "Serve fault-injection methods (tests only).", _bool, "worker"),
     Setting("WORKING_DIR", "", "LightRAG data directory (default: $XDG_DATA_HOME/lightrag-mcp or ~/.local/share/lightrag-mcp).", _text, "lightrag"),
-    Setting("LIGHTRAG_KV_STORAGE", "", "KV storage class: JsonKVStorage (default), PGKVStorage, RedisKVStorage, MongoKVStorage.", _text, "storage"),
-    Setting("LIGHTRAG_VECTOR_STORAGE", "", "Vector storage class: NanoVectorDBStorage (default), PGVectorStorage, MilvusVectorDBStorage, QdrantVectorDBStorage, FaissVectorDBStorage, ...", _text, "storage"),
-    Setting("LIGHTRAG_GRAPH_STORAGE", "", "Graph storage class: NetworkXStorage (default), PGTableGraphStorage, PGGraphStorage (Apache AGE), Neo4JStorage, MongoGraphStorage.", _text, "storage"),
-    Setting("LIGHTRAG_DOC_STATUS_STORAGE", "", "Document-status storage class: JsonDocStatusStorage (default), PGDocStatusStorage, RedisDocStatusStorage, MongoDocStatusStorage.", _text, "storage"),
+    Setting("LIGHTRAG_KV_STORAGE", "", class_help("kv"), _text, "storage"),
+    Setting("LIGHTRAG_VECTOR_STORAGE", "", class_help("vector"), _text, "storage"),
+    Setting("LIGHTRAG_GRAPH_STORAGE", "", class_help("graph"), _text, "storage"),
+    Setting("LIGHTRAG_DOC_STATUS_STORAGE", "", class_help("doc_status"), _text, "storage"),
     Setting("LIGHTRAG_MCP_STORAGE_FALLBACK", "false", "When a configured storage server is unreachable at start-up, serve new knowledge bases from local files (loud warning, health degraded) instead of refusing to start.", _bool, "storage"),
     Setting("POSTGRES_HOST", "", "PostgreSQL host (LightRAG's default: localhost).", _text, "storage"),
     Setting("POSTGRES_PORT", "", "PostgreSQL port (default 5432).", _text, "storage"),

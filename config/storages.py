@@ -1,5 +1,8 @@
 """Which storages hold the knowledge bases: LightRAG's own variable names, checked at start-up.
 
+Everything a backend is comes from its row in `config.backends`; this module applies the
+rows to the settings.
+
 `resolve_storages` turns the settings into a `StorageSet` (the four LightRAG storage
 classes) and raises `ConfigError` with one line naming the variable when something is
 wrong: an unknown class, a class of the wrong kind, a missing connection variable, a
@@ -9,6 +12,9 @@ driver that is not installed (LightRAG would try to pip-install it at run time),
 `probe_servers` checks that each configured server accepts a TCP connection, so a server
 that is down is reported before serving (or, with LIGHTRAG_MCP_STORAGE_FALLBACK, the
 server runs on local storages for knowledge bases that are not already on the server).
+It lives here, beside the table, because both processes probe: the front at start-up
+(mcp_front.startup) and the worker when it places knowledge bases and watches a slow call
+(rag_worker.storage) — and the front never imports the worker.
 
 Nothing here imports LightRAG or a driver: the front runs these checks.
 """
@@ -23,79 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from config.backends import BY_CLASS, KINDS, LOCAL, VARIABLES, Backend, ServerAddressSource, classes_of
 from config.settings import ConfigError, Settings
-
-KINDS = ("kv", "vector", "graph", "doc_status")
-VARIABLES = {
-    "kv": "LIGHTRAG_KV_STORAGE",
-    "vector": "LIGHTRAG_VECTOR_STORAGE",
-    "graph": "LIGHTRAG_GRAPH_STORAGE",
-    "doc_status": "LIGHTRAG_DOC_STATUS_STORAGE",
-}
-LOCAL = {"kv": "JsonKVStorage", "vector": "NanoVectorDBStorage", "graph": "NetworkXStorage", "doc_status": "JsonDocStatusStorage"}
-
-
-@dataclass(frozen=True, eq=False)  # compared and hashed by identity: one object per family
-class Backend:
-    """A storage server family: its classes, connection variables, driver and extra."""
-
-    name: str
-    classes: Mapping[str, tuple[str, ...]]  # kind → class names
-    required: tuple[str, ...]
-    driver: str | None  # importable module the LightRAG implementation needs
-    extra: str | None  # pip extra of this project that installs it
-    workspace_variable: str | None  # LightRAG's override that forces one workspace
-
-
-BACKENDS: tuple[Backend, ...] = (
-    Backend("local", {k: (v,) for k, v in LOCAL.items()}, (), None, None, None),
-    Backend("faiss", {"vector": ("FaissVectorDBStorage",)}, (), "faiss", None, None),
-    Backend(
-        "postgres",
-        {
-            "kv": ("PGKVStorage",),
-            "vector": ("PGVectorStorage",),
-            "graph": ("PGTableGraphStorage", "PGGraphStorage"),
-            "doc_status": ("PGDocStatusStorage",),
-        },
-        ("POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DATABASE"),
-        "asyncpg",
-        "postgres",
-        "POSTGRES_WORKSPACE",
-    ),
-    Backend(
-        "redis",
-        {"kv": ("RedisKVStorage",), "doc_status": ("RedisDocStatusStorage",)},
-        ("REDIS_URI",),
-        "redis",
-        "redis",
-        "REDIS_WORKSPACE",
-    ),
-    Backend("milvus", {"vector": ("MilvusVectorDBStorage",)}, ("MILVUS_URI",), "pymilvus", "milvus", "MILVUS_WORKSPACE"),
-    Backend(
-        "neo4j",
-        {"graph": ("Neo4JStorage",)},
-        ("NEO4J_URI", "NEO4J_USERNAME", "NEO4J_PASSWORD"),
-        "neo4j",
-        None,
-        "NEO4J_WORKSPACE",
-    ),
-    Backend("qdrant", {"vector": ("QdrantVectorDBStorage",)}, ("QDRANT_URL",), "qdrant_client", None, "QDRANT_WORKSPACE"),
-    Backend(
-        "mongo",
-        {
-            "kv": ("MongoKVStorage",),
-            "vector": ("MongoVectorDBStorage",),
-            "graph": ("MongoGraphStorage",),
-            "doc_status": ("MongoDocStatusStorage",),
-        },
-        ("MONGO_URI", "MONGO_DATABASE"),
-        "pymongo",
-        None,
-        "MONGODB_WORKSPACE",
-    ),
-)
-_BY_CLASS = {cls: (backend, kind) for backend in BACKENDS for kind, names in backend.classes.items() for cls in names}
 
 
 @dataclass(frozen=True)
@@ -116,27 +51,17 @@ class StorageSet:
 
     @property
     def backends(self) -> list[Backend]:
-        return list(dict.fromkeys(_BY_CLASS[getattr(self, kind)][0] for kind in KINDS))
+        return list(dict.fromkeys(BY_CLASS[getattr(self, kind)][0] for kind in KINDS))
 
     @property
     def is_local(self) -> bool:
-        return all(backend.name in {"local", "faiss"} for backend in self.backends)
+        return all(backend.is_local for backend in self.backends)
 
     def describe(self) -> str:
         return ", ".join(f"{kind}={getattr(self, kind)}" for kind in KINDS)
 
 
 LOCAL_STORAGES = StorageSet(**LOCAL)
-
-# LightRAG's PostgreSQL client retries a lost connection for minutes (10 tries, backoff 3 s → 30 s):
-# right for a batch job, wrong for a chat call.  Unless the administrator sets them, a call
-# gives up after ~4 s and answers STORAGE_ERROR; the next call tries again.
-INTERACTIVE_DRIVER_DEFAULTS = {
-    "POSTGRES_CONNECTION_RETRIES": "3",
-    "POSTGRES_CONNECTION_RETRY_BACKOFF": "0.5",
-    "POSTGRES_CONNECTION_RETRY_BACKOFF_MAX": "2",
-}
-
 
 def _value(settings: Settings, environ: Mapping[str, str], name: str) -> str:
     try:
@@ -152,9 +77,9 @@ def resolve_storages(settings: Settings, environ: Mapping[str, str] | None = Non
     for kind in KINDS:
         variable = VARIABLES[kind]
         name = _value(settings, env, variable) or LOCAL[kind]
-        found = _BY_CLASS.get(name)
+        found = BY_CLASS.get(name)
         if found is None or found[1] != kind:
-            allowed = sorted(cls for cls, (_, k) in _BY_CLASS.items() if k == kind)
+            allowed = sorted(classes_of(kind))
             what = "is not a storage class LightRAG has" if found is None else f"is a {found[1]} storage, not a {kind} one"
             raise ConfigError(f"{variable}={name!r} {what}; use one of: {', '.join(allowed)}")
         chosen[kind] = name
@@ -162,7 +87,7 @@ def resolve_storages(settings: Settings, environ: Mapping[str, str] | None = Non
     for backend in storages.backends:
         missing = [name for name in backend.required if not _value(settings, env, name)]
         if missing:
-            users = ", ".join(VARIABLES[k] for k in KINDS if _BY_CLASS[chosen[k]][0] is backend)
+            users = ", ".join(VARIABLES[k] for k in KINDS if BY_CLASS[chosen[k]][0] is backend)
             raise ConfigError(f"{', '.join(missing)} must be set for {users} ({backend.name})")
         if backend.workspace_variable and _value(settings, env, backend.workspace_variable):
             raise ConfigError(
@@ -188,21 +113,28 @@ def server_addresses(storages: StorageSet, settings: Settings, environ: Mapping[
     env = os.environ if environ is None else environ
     addresses = []
     for backend in storages.backends:
-        if backend.name == "postgres":
-            host = _value(settings, env, "POSTGRES_HOST") or "localhost"
-            port = int(_value(settings, env, "POSTGRES_PORT") or 5432)
-            addresses.append(ServerAddress("postgres", host, port, "POSTGRES_HOST/POSTGRES_PORT"))
-        elif backend.name in {"redis", "milvus", "neo4j", "qdrant", "mongo"}:
-            variable = backend.required[0]
-            parsed = urlsplit(_value(settings, env, variable))
-            if parsed.hostname and not parsed.hostname.startswith("/") and parsed.scheme not in {"file", "unix"}:
-                default = {"redis": 6379, "milvus": 19530, "neo4j": 7687, "qdrant": 6333, "mongo": 27017}[backend.name]
-                try:
-                    port = parsed.port or default
-                except ValueError:
-                    raise ConfigError(f"{variable} has an invalid port") from None
-                addresses.append(ServerAddress(backend.name, parsed.hostname, port, variable))
+        if backend.address is not None:
+            address = _address(backend.name, backend.address, settings, env)
+            if address is not None:
+                addresses.append(address)
     return addresses
+
+
+def _address(backend: str, source: ServerAddressSource, settings: Settings, env: Mapping[str, str]) -> ServerAddress | None:
+    """Where one backend's server is: host and port variables, or a URI (None: a socket path or a file)."""
+    if source.host is not None:
+        host = _value(settings, env, source.host) or "localhost"
+        port = int(_value(settings, env, source.port) or source.default_port) if source.port else source.default_port
+        return ServerAddress(backend, host, port, f"{source.host}/{source.port}" if source.port else source.host)
+    assert source.uri is not None
+    parsed = urlsplit(_value(settings, env, source.uri))
+    if not parsed.hostname or parsed.hostname.startswith("/") or parsed.scheme in {"file", "unix"}:
+        return None
+    try:
+        port = parsed.port or source.default_port
+    except ValueError:
+        raise ConfigError(f"{source.uri} has an invalid port") from None
+    return ServerAddress(backend, parsed.hostname, port, source.uri)
 
 
 def probe_servers(addresses: list[ServerAddress], timeout: float = 3.0) -> list[str]:

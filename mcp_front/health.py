@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
+from config.settings import Settings
+from mcp_front.front_call import FrontCall
 from protocol import ErrorCode, RagError
 from protocol import methods as m
 from protocol.schema import array, number, obj, open_object, string
@@ -34,26 +35,23 @@ HEALTH_OUTPUT_SCHEMA = obj(
     closed=False,
 )
 
-CallWorker = Callable[[str, dict[str, Any], float], Awaitable[Any]]
+def limits_of(settings: Settings) -> dict[str, Any]:
+    """The per-workspace limits in force (null: unlimited)."""
+    return {
+        "rate_limit_per_minute": settings.rate_limit_per_minute or None,
+        "max_documents": settings.max_documents or None,
+        "max_storage_mb": settings.max_storage_mb or None,
+    }
 
 
-async def health_check(
-    *,
-    supervisor: Any,
-    started: float,
-    workspace: str,
-    identity_source: str,
-    arguments: dict[str, Any],
-    call_worker: CallWorker,
-    front_rss_mb: float,
-    limits: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+async def health_check(call: FrontCall) -> dict[str, Any]:
     """Combine the supervisor's view with the worker's own report (when it answers).
 
     With include_detailed / check_dependencies the worker adds per-storage probes (class,
     ok, latency), the embedding model (name, dim, latency of one embedding), the LLM endpoint
     (configured or not, reachability), configuration without secrets and statistics."""
-    worker = supervisor.snapshot()
+    arguments, workspace, front_rss_mb = call.arguments, call.workspace, call.front_rss_mb
+    worker = call.snapshot.as_dict()
     notes: list[str] = []
     components: dict[str, Any] = {
         "front": {"status": "running", "pid": os.getpid(), "rss_mb": front_rss_mb},
@@ -62,10 +60,10 @@ async def health_check(
     status = "healthy"
     details: dict[str, Any] = {}
     statistics: dict[str, Any] | None = None
-    if supervisor.is_ready:
+    if call.worker_ready:
         try:
-            timeout = WORKER_HEALTH_TIMEOUT if arguments.get("check_dependencies") else 5.0
-            details = await call_worker(m.HEALTH.name, arguments, timeout)
+            timeout = WORKER_HEALTH_TIMEOUT if arguments["check_dependencies"] else 5.0
+            details = await call.call_worker(m.HEALTH.name, arguments, timeout)
             components.update(details.pop("components", {}) or {})
             statistics = details.pop("statistics", None)
             notes.extend(details.pop("notes", []) or [])
@@ -95,16 +93,16 @@ async def health_check(
     result: dict[str, Any] = {
         "status": status,
         "version": FRONT_VERSION,
-        "uptime_s": round(time.monotonic() - started, 3),
+        "uptime_s": round(time.monotonic() - call.started, 3),
         "workspace": workspace,
-        "identity_source": identity_source,
+        "identity_source": call.identity.source,
         "components": components,
         "worker_details": details,
         "notes": notes,
     }
     if statistics is not None:
         result["statistics"] = statistics
-    if arguments.get("include_detailed"):
+    if arguments["include_detailed"]:
         result["memory"] = {"front_rss_mb": front_rss_mb, "worker_rss_mb": worker.get("rss_mb")}
-        result["limits"] = limits or {}
+        result["limits"] = limits_of(call.settings)
     return result

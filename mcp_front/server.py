@@ -25,6 +25,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
+from config.backends import INTERACTIVE_DRIVER_DEFAULTS
 from config.logs import correlation_id, setup_logging
 from config.settings import (
     ConfigError,
@@ -32,19 +33,19 @@ from config.settings import (
     env_example,
     settings_markdown,
 )
-from config.storages import INTERACTIVE_DRIVER_DEFAULTS
+from mcp_front.call_stats import CallStats
 from mcp_front.catalogue import TOOLS, Catalogue, Tool, tools_markdown
-from mcp_front.health import FRONT_VERSION, health_check
+from mcp_front.front_call import CallWorker, FrontCall
+from mcp_front.health import FRONT_VERSION
 from mcp_front.identity import Identity, resolve_identity
 from mcp_front.rate_limit import RateLimiter
 from mcp_front.results import error_result, tool_result
 from mcp_front.startup import PROJECT_ROOT, checked_settings
-from mcp_front.stats import CallStats, system_stats
 from mcp_front.supervisor import WorkerSupervisor, front_rss_mb
 from mcp_front.wire import answer_unreadable_lines
 from mcp_front.worker_process import worker_command
 from protocol import ErrorCode, RagError
-from protocol import methods as m
+from protocol.context import CallContext
 
 log = logging.getLogger("mcp_front")
 
@@ -96,8 +97,8 @@ class FrontApp:
                     ctx.params, ctx.meta, self.settings.user_id, self.settings.default_workspace
                 )
                 arguments = self.catalogue.arguments_for(tool, params.name, params.arguments or {})
-                self.catalogue.validate(tool, arguments)
-                if tool.method is not m.HEALTH:  # the health check stays answerable when limited
+                arguments = self.catalogue.validate(tool, arguments)
+                if tool.rate_limited:
                     self.rate_limiter.check(identity.workspace)
                 with self.call_stats.timing(identity.workspace, tool.name, arguments) as timing:
                     result = timing.result = await self._serve(ctx, tool, identity, arguments, cid)
@@ -120,58 +121,45 @@ class FrontApp:
         cid: str,
     ) -> dict[str, Any]:
         progress_token = (ctx.meta or {}).get("progress_token")
-        envelope_context = {
-            "workspace": identity.workspace,
-            "correlation_id": cid,
-            "progress": progress_token is not None,
-            "tool": tool.name,
-            "audit": not tool.read_only and not tool.debug_only,  # mutating: the worker audits it
-        }
-        if identity.user_id is not None:
-            envelope_context["user_id"] = identity.user_id
-        if tool.uses_paths:
-            envelope_context["roots"] = await client_roots(ctx)
+        context = CallContext(
+            workspace=identity.workspace,
+            correlation_id=cid,
+            tool=tool.name,
+            user_id=identity.user_id,
+            progress=progress_token is not None,
+            roots=tuple(await client_roots(ctx)) if tool.uses_paths else (),
+        ).to_wire()
+
+        async def forward_progress(progress: float, total: float | None, message: str | None) -> None:
+            await ctx.session.report_progress(progress, total, message)
 
         async def call_worker(method: str, args: dict[str, Any], timeout: float) -> Any:
-            async def forward_progress(progress: float, total: float | None, message: str | None) -> None:
-                await ctx.session.report_progress(progress, total, message)
-
             return await self.supervisor.call(
                 method,
-                {"context": envelope_context, "arguments": args},
+                {"context": context, "arguments": args},
                 timeout=timeout,
                 on_progress=forward_progress if progress_token is not None else None,
             )
 
-        if tool.method is m.HEALTH:
-            return await health_check(
-                supervisor=self.supervisor,
-                started=self.started,
-                workspace=identity.workspace,
-                identity_source=identity.source,
-                arguments=arguments,
-                call_worker=call_worker,
-                front_rss_mb=front_rss_mb(),
-                limits={
-                    "rate_limit_per_minute": self.settings.rate_limit_per_minute or None,
-                    "max_documents": self.settings.max_documents or None,
-                    "max_storage_mb": self.settings.max_storage_mb or None,
-                },
-            )
-        if tool.method is m.SYSTEM_STATS:
-            return await system_stats(
-                stats=self.call_stats,
-                supervisor=self.supervisor,
-                workspace=identity.workspace,
-                arguments=arguments,
-                call_worker=call_worker,
-                front_rss_mb=front_rss_mb(),
-                front_started=time.time() - (time.monotonic() - self.started),
-            )
+        if tool.front_handler is not None:
+            return await tool.front_handler(self._front_call(identity, arguments, call_worker))
         result = await call_worker(tool.method.name, arguments, tool.timeout or self.settings.call_timeout)
         if not isinstance(result, dict):
             raise RagError(ErrorCode.INTERNAL_ERROR)
         return result
+
+    def _front_call(self, identity: Identity, arguments: dict[str, Any], call_worker: CallWorker) -> FrontCall:
+        return FrontCall(
+            settings=self.settings,
+            identity=identity,
+            arguments=arguments,
+            call_worker=call_worker,
+            snapshot=self.supervisor.snapshot(),
+            worker_ready=self.supervisor.is_ready,
+            call_stats=self.call_stats,
+            started=self.started,
+            front_rss_mb=front_rss_mb(),
+        )
 
 
 async def client_roots(ctx: ServerRequestContext[Any]) -> list[str]:

@@ -1,99 +1,22 @@
-"""Call statistics kept by the front, and `lightrag_get_system_stats` put together.
-
-The front records every tool call (tool, workspace, query mode, duration, outcome) in a
-bounded in-memory ring.  The front outlives worker restarts, so the numbers do too; the
-worker adds what lives in the workspace (documents, storage, audit log).  Every figure
-about calls is filtered to the caller's workspace: nobody sees another user's calls.
+"""`lightrag_get_system_stats`, answered by the front from its call ring (`call_stats`)
+plus the worker's share: what lives in the workspace (documents, storage, audit log).
+Every figure about calls is filtered to the caller's workspace: nobody sees another user's calls.
 """
 
 from __future__ import annotations
 
-import time
-from collections import Counter, deque
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections import Counter
 from typing import Any
 
 from config.reporting import iso, percentiles, stats_request
+from mcp_front.call_stats import QUERY_TOOLS, CallRecord, CallStats
+from mcp_front.front_call import FrontCall
 from protocol import RagError
 from protocol import methods as m
 
-RING_SIZE = 50_000
-QUERY_TOOLS = frozenset({"lightrag_query", "lightrag_stream_query", "query_lightrag"})
+__all__ = ["CallRecord", "CallStats", "performance_stats", "query_stats", "system_stats"]
+
 WORKER_CATEGORIES = {"documents", "storage", "memory", "audit"}
-
-
-@dataclass(frozen=True, slots=True)
-class CallRecord:
-    at: float  # epoch seconds, when the call ended
-    workspace: str
-    tool: str  # canonical tool name
-    duration_ms: float
-    outcome: str  # "ok" or the error code
-    mode: str | None = None
-    cache_hit: bool | None = None
-
-
-class CallStats:
-    """The ring of recent calls (oldest dropped first)."""
-
-    def __init__(self, capacity: int = RING_SIZE) -> None:
-        self._records: deque[CallRecord] = deque(maxlen=capacity)
-
-    def record(
-        self,
-        workspace: str,
-        tool: str,
-        duration_s: float,
-        outcome: str,
-        result: dict[str, Any] | None = None,
-        arguments: dict[str, Any] | None = None,
-    ) -> None:
-        mode = cache_hit = None
-        if tool in QUERY_TOOLS:
-            mode = str((result or {}).get("mode") or (arguments or {}).get("mode") or "mix")
-            metadata = (result or {}).get("metadata")
-            if isinstance(metadata, dict) and isinstance(metadata.get("cache_hit"), bool):
-                cache_hit = metadata["cache_hit"]
-        self._records.append(
-            CallRecord(time.time(), workspace, tool, round(duration_s * 1000, 3), outcome, mode, cache_hit)
-        )
-
-    def timing(self, workspace: str, tool: str, arguments: dict[str, Any]) -> _Timing:
-        """Time the call in a `with` block and record it, whatever its outcome."""
-        return _Timing(self, workspace, tool, arguments)
-
-    def window(self, workspace: str, start: float | None, end: float) -> list[CallRecord]:
-        return [
-            r for r in self._records if r.workspace == workspace and (start is None or r.at >= start) and r.at <= end
-        ]
-
-    @property
-    def capacity(self) -> int:
-        return self._records.maxlen or 0
-
-
-class _Timing:
-    def __init__(self, stats: CallStats, workspace: str, tool: str, arguments: dict[str, Any]) -> None:
-        self._stats, self._workspace, self._tool, self._arguments = stats, workspace, tool, arguments
-        self.result: dict[str, Any] | None = None
-        self._started = 0.0
-
-    def __enter__(self) -> _Timing:
-        self._started = time.perf_counter()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: Any) -> None:
-        if error is None:
-            outcome = "ok"
-        elif isinstance(error, RagError):
-            outcome = error.code.value
-        elif isinstance(error, Exception):
-            outcome = "INTERNAL_ERROR"
-        else:
-            outcome = "REQUEST_CANCELLED"
-        seconds = time.perf_counter() - self._started
-        self._stats.record(self._workspace, self._tool, seconds, outcome, self.result, self._arguments)
 
 
 def query_stats(records: list[CallRecord]) -> dict[str, Any]:
@@ -104,8 +27,7 @@ def query_stats(records: list[CallRecord]) -> dict[str, Any]:
         "total": len(queries),
         "succeeded": len(ok),
         "by_mode": dict(Counter(r.mode or "mix" for r in queries)),
-        "no_results": sum(1 for r in queries if r.outcome == "NO_RESULTS_FOUND"),
-        "errors_by_code": dict(Counter(r.outcome for r in queries if r.outcome not in {"ok", "NO_RESULTS_FOUND"})),
+        "errors_by_code": dict(Counter(r.outcome for r in queries if r.outcome != "ok")),
         "latency_ms": percentiles([r.duration_ms for r in ok]),
         "latency_ms_by_mode": {
             mode: percentiles([r.duration_ms for r in ok if r.mode == mode])
@@ -132,29 +54,18 @@ def performance_stats(records: list[CallRecord], seconds: float) -> dict[str, An
     }
 
 
-CallWorker = Callable[[str, dict[str, Any], float], Awaitable[Any]]
-
-
-async def system_stats(
-    *,
-    stats: CallStats,
-    supervisor: Any,
-    workspace: str,
-    arguments: dict[str, Any],
-    call_worker: CallWorker,
-    front_rss_mb: float,
-    front_started: float,
-) -> dict[str, Any]:
+async def system_stats(call: FrontCall) -> dict[str, Any]:
     """The front's numbers for the caller's workspace, merged with the worker's share."""
+    arguments, front_started, stats = call.arguments, call.front_started_epoch, call.call_stats
     start, end, categories = stats_request(arguments)
-    records = stats.window(workspace, start, end)
+    records = stats.window(call.workspace, start, end)
     span = end - max(start if start is not None else front_started, front_started)
     result: dict[str, Any] = {"time_range": {"start": iso(start), "end": iso(end)}, "notes": []}
     if "queries" in categories:
         result["queries"] = query_stats(records)
     if "performance" in categories:
         result["performance"] = performance_stats(records, span)
-    snapshot = supervisor.snapshot()
+    snapshot = call.snapshot.as_dict()
     if "restarts" in categories:
         result["restarts"] = {
             "worker_restarts": snapshot["restarts"],
@@ -166,7 +77,7 @@ async def system_stats(
             "note": "counted since this server process started",
         }
     if "memory" in categories:
-        result["memory"] = {"front_rss_mb": front_rss_mb, "worker_rss_mb": snapshot["rss_mb"]}
+        result["memory"] = {"front_rss_mb": call.front_rss_mb, "worker_rss_mb": snapshot["rss_mb"]}
     wanted = categories & WORKER_CATEGORIES
     if wanted:
         # The same start for both processes; the end only when the caller chose one, so the
@@ -177,7 +88,7 @@ async def system_stats(
             explicit["end"] = chosen["end"]
         worker_args = {**arguments, "time_range": explicit, "stat_categories": sorted(wanted)}
         try:
-            worker = await call_worker(m.SYSTEM_STATS.name, worker_args, 30.0)
+            worker = await call.call_worker(m.SYSTEM_STATS.name, worker_args, 30.0)
             for key in wanted:
                 if key == "memory":
                     result["memory"].update(worker.get("memory") or {})

@@ -1,11 +1,11 @@
 """The worker supervisor (SPEC §2): start, ping, time out, restart with backoff, open the
 circuit on a restart storm, recycle gracefully.
 
-States::
+States (`WorkerState`; only the run loop changes them, the policy is `RestartPolicy`)::
 
     starting ──ready──▶ ready ──crash/hang──▶ restarting ──backoff──▶ starting
         │                 │                        │
-        │                 └─recycle (drain)────────┤ (not counted as a restart)
+        │                 └─recycle (drain)──▶ starting (not counted as a restart)
         └─never ready─▶ restarting                 └─ >N restarts in window ─▶ circuit_open
                                                          ─cool-down─▶ starting (probe)
 
@@ -21,6 +21,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import anyio
@@ -28,12 +29,42 @@ import anyio.abc
 import psutil
 
 from config.settings import Settings
+from mcp_front.restart_policy import Decision, Outcome, RestartPolicy, WorkerState
 from mcp_front.worker_process import ProgressCallback, WorkerGone, WorkerProcess
 from protocol import ErrorCode, RagError
+from protocol import methods as m
 
 log = logging.getLogger("mcp_front.supervisor")
 
 STOP_GRACE_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class SupervisorSnapshot:
+    """The supervisor's view of its worker, as the health and stats tools report it."""
+
+    state: WorkerState
+    pid: int | None
+    uptime_s: float | None
+    rss_mb: float | None
+    restarts: int
+    restarts_recent: int
+    recycles: int
+    in_flight: int
+    calls_served: int
+    last_ping_rtt_ms: float | None
+    ping_rtt_max_ms: float
+    pings_answered: int
+    pings_missed: int
+    pings_deferred: int
+    last_failure: str | None
+    circuit_open: bool
+    bad_frames: int
+    versions: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON values (the state as its string)."""
+        return {**asdict(self), "state": self.state.value}
 
 
 class WorkerSupervisor:
@@ -48,13 +79,18 @@ class WorkerSupervisor:
         cwd: str,
     ) -> None:
         self.settings = settings
+        self.policy = RestartPolicy.from_settings(settings)
         self._command = list(command)
         self._env = dict(env)
         self._cwd = cwd
-        self.state = "starting"
-        self.worker: WorkerProcess | None = None
+        self.state = WorkerState.STARTING
+        self.worker: WorkerProcess | None = None  # the ready worker calls go to
+        self._current: WorkerProcess | None = None  # the live one, ready or not
         self._changed = anyio.Event()
         self._stopping = False
+        self._loop_scope = anyio.CancelScope()
+        self._stopped = anyio.Event()
+        self._running = False
         self._recycle_reason: str | None = None
         self._recycle_wanted = anyio.Event()
         self._restart_times: deque[float] = deque()
@@ -66,152 +102,125 @@ class WorkerSupervisor:
         self.pings_answered = 0
         self.pings_missed = 0
         self.pings_deferred = 0
-        self.circuit_opened_at: float | None = None
-        self.started_at = time.monotonic()
-        self.first_ready_s: float | None = None
 
-    # --- state changes -----------------------------------------------------------
+    @property
+    def is_ready(self) -> bool:
+        return self.state is WorkerState.READY and self.worker is not None
 
-    def _set_state(self, state: str) -> None:
+    # --- the run loop: the only place the state changes ---------------------------
+
+    def _set_state(self, state: WorkerState) -> None:
         if state != self.state:
-            log.info("worker state %s -> %s", self.state, state)
+            log.info("worker state %s -> %s", self.state.value, state.value)
         self.state = state
         self._changed.set()
         self._changed = anyio.Event()
 
-    @property
-    def is_ready(self) -> bool:
-        return self.state == "ready" and self.worker is not None
-
-    # --- main loop ---------------------------------------------------------------
-
     async def run(self) -> None:
         """Supervise until `stop()`; run this in the front's lifespan task group."""
-        delay = 0.0
-        while not self._stopping:
-            if delay:
-                await self._sleep_unless_stopping(delay)
-                if self._stopping:
-                    break
-            outcome = await self._run_one_worker()
-            if self._stopping:
-                break
-            if outcome == "recycled":
-                delay = 0.0
-                continue
-            delay = self._record_restart()
-            if self.state == "circuit_open":
-                await self._sleep_unless_stopping(self.settings.circuit_cooldown)
-                delay = 0.0  # half-open: one probe start; a failure re-opens the circuit
-                if not self._stopping:
-                    self._set_state("starting")
-        self._set_state("stopped")
+        self._running = True
+        try:
+            async with anyio.create_task_group() as tg:  # the workers' pipes are served here
+                with self._loop_scope:
+                    await self._supervise(tg)
+                self._set_state(WorkerState.STOPPED)
+                with anyio.CancelScope(shield=True):
+                    await self._stop_current()
+                tg.cancel_scope.cancel()
+        finally:
+            self._stopped.set()
 
-    async def _sleep_unless_stopping(self, seconds: float) -> None:
-        with anyio.move_on_after(seconds):
-            while not self._stopping:
-                await self._changed.wait()
+    async def _supervise(self, tg: anyio.abc.TaskGroup) -> None:
+        decision = Decision(WorkerState.STARTING, 0.0)
+        while True:
+            self._set_state(decision.state)
+            await anyio.sleep(decision.delay)
+            self._set_state(WorkerState.STARTING)
+            worker = await self._start(tg)
+            outcome = Outcome.FAILED
+            if worker is not None:
+                self.worker = worker
+                self._set_state(WorkerState.READY)
+                outcome = await self._monitor(worker)
+                self.worker = None
+                if outcome is Outcome.RECYCLED:
+                    self._set_state(WorkerState.STARTING)  # new calls wait for the replacement
+                    await self._drain_and_stop(worker)
+            decision = self._decide(outcome)
 
-    def _record_restart(self) -> float:
-        """Count a failure; returns the backoff before the next start (or opens the circuit)."""
+    def _decide(self, outcome: Outcome) -> Decision:
+        """Ask the policy what follows `outcome`; count it when it is a restart."""
         now = time.monotonic()
-        self.restarts_total += 1
-        self._restart_times.append(now)
-        while self._restart_times and now - self._restart_times[0] > self.settings.restart_window:
-            self._restart_times.popleft()
-        recent = len(self._restart_times)
-        if recent > self.settings.max_restarts:
+        decision = self.policy.next(outcome, self._restart_times, now)
+        if outcome is Outcome.FAILED:
+            self.restarts_total += 1
+            self._restart_times.append(now)
+            while now - self._restart_times[0] > self.policy.restart_window:
+                self._restart_times.popleft()
+        if decision.state is WorkerState.CIRCUIT_OPEN:
             log.error(
                 "%d worker restarts within %.0fs: opening the circuit for %.0fs",
-                recent,
-                self.settings.restart_window,
-                self.settings.circuit_cooldown,
+                len(self._restart_times),
+                self.policy.restart_window,
+                self.policy.circuit_cooldown,
             )
-            self.circuit_opened_at = now
-            self._set_state("circuit_open")
-            return 0.0
-        self._set_state("restarting")
-        return float(min(self.settings.backoff_max, self.settings.backoff_initial * 2 ** (recent - 1)))
+        return decision
 
-    async def _run_one_worker(self) -> str:
-        """Start a worker and watch it until it dies, hangs or is recycled."""
+    async def _start(self, tg: anyio.abc.TaskGroup) -> WorkerProcess | None:
+        """Spawn a worker and wait for it to be ready; None when it fails to."""
         worker = WorkerProcess(
             self._command,
             env=self._env,
             cwd=self._cwd,
             max_frame_bytes=self.settings.max_frame_mb * 1024 * 1024,
         )
+        self._current = worker
         self._recycle_reason = None
         self._recycle_wanted = anyio.Event()
-        if self.state != "circuit_open":
-            self._set_state("starting")
-        async with anyio.create_task_group() as tg:
-            try:
-                await worker.start(tg)
-            except OSError as exc:
-                self.last_failure = f"the worker could not be started ({type(exc).__name__})"
-                log.error("%s: %s", self.last_failure, exc)
-                return "failed"
-            outcome = await self._watch(worker)
-            tg.cancel_scope.cancel()
-        return outcome
-
-    async def _watch(self, worker: WorkerProcess) -> str:
+        try:
+            await worker.start(tg)
+        except OSError as exc:
+            self.last_failure = f"the worker could not be started ({type(exc).__name__})"
+            log.error("%s: %s", self.last_failure, exc)
+            return None
         await _wait_any((worker.ready, worker.exited), self.settings.start_timeout)
         if not worker.ready.is_set() or worker.exited.is_set():
             reason = (worker.exit_reason if worker.exited.is_set() else None) or "the worker did not become ready in time"
-            self.last_failure = reason
-            worker.kill(reason)
-            return "failed"
-        self.worker = worker
-        self.circuit_opened_at = None  # a probe that reaches ready closes the circuit
-        if self.first_ready_s is None:
-            self.first_ready_s = round(time.monotonic() - self.started_at, 3)
-        self._set_state("ready")
-        try:
-            return await self._monitor(worker)
-        finally:
-            if self.worker is worker:
-                self.worker = None
+            self._failed(worker, reason)
+            return None
+        return worker
 
-    async def _monitor(self, worker: WorkerProcess) -> str:
-        """Ping until the worker dies, hangs, or must be recycled."""
-        interval = self.settings.ping_interval
-        while not self._stopping:
-            await _wait_any((worker.exited, self._recycle_wanted), interval)
+    async def _monitor(self, worker: WorkerProcess) -> Outcome:
+        """Ping until the worker dies, hangs, or is due for recycling."""
+        while True:
+            await _wait_any((worker.exited, self._recycle_wanted), self.settings.ping_interval)
             if worker.exited.is_set():
                 reason = worker.exit_reason or "the worker exited"
-                if self._stopping:
-                    return "stopped"
                 log.warning("worker pid %s stopped: %s", worker.pid, reason)
-                self.last_failure = reason
-                worker.kill(reason)
-                return "failed"
-            if self._stopping:
-                break
-            if self._recycle_reason is not None:
-                await self._recycle(worker, self._recycle_reason)
-                return "recycled"
+                return self._failed(worker, reason)
+            if self._recycle_wanted.is_set():
+                return Outcome.RECYCLED
             rtt = await worker.ping(self.settings.ping_timeout)
-            if rtt is None:
-                if worker.exited.is_set():
-                    continue  # reported as an exit on the next turn
-                if time.monotonic() < worker.blocking_until:
-                    self.pings_deferred += 1  # inside an announced blocking section: not a hang
-                    continue
+            if rtt is not None:
+                self._record_pong(rtt)
+                self._check_rss(worker)
+            elif worker.exited.is_set():
+                continue  # reported as an exit on the next turn
+            elif time.monotonic() < worker.blocking_until:
+                self.pings_deferred += 1  # inside an announced blocking section: not a hang
+            else:
                 self.pings_missed += 1
-                reason = f"the worker did not answer a ping within {self.settings.ping_timeout:g}s (hung)"
-                self.last_failure = reason
-                worker.kill(reason)
-                return "failed"
-            self.last_ping_rtt_ms = round(rtt * 1000, 3)
-            self.ping_rtt_max_ms = max(self.ping_rtt_max_ms, self.last_ping_rtt_ms)
-            self.pings_answered += 1
-            self._check_rss(worker)
-            if self._recycle_reason is not None:
-                await self._recycle(worker, self._recycle_reason)
-                return "recycled"
-        return "stopped"
+                return self._failed(worker, f"the worker did not answer a ping within {self.settings.ping_timeout:g}s (hung)")
+
+    def _failed(self, worker: WorkerProcess, reason: str) -> Outcome:
+        self.last_failure = reason
+        worker.kill(reason)
+        return Outcome.FAILED
+
+    def _record_pong(self, rtt: float) -> None:
+        self.last_ping_rtt_ms = round(rtt * 1000, 3)
+        self.ping_rtt_max_ms = max(self.ping_rtt_max_ms, self.last_ping_rtt_ms)
+        self.pings_answered += 1
 
     def _check_rss(self, worker: WorkerProcess) -> None:
         limit = self.settings.max_rss_mb
@@ -220,19 +229,22 @@ class WorkerSupervisor:
             if rss is not None and rss > limit:
                 self.request_recycle(f"worker RSS {rss:.0f} MB passed {limit} MB")
 
-    async def _recycle(self, worker: WorkerProcess, reason: str) -> None:
-        """Drain in-flight calls, then stop the worker; `run` starts a fresh one."""
-        log.info("recycling worker pid %s: %s", worker.pid, reason)
+    async def _drain_and_stop(self, worker: WorkerProcess) -> None:
+        """Let in-flight calls finish (bounded), then stop the worker."""
+        log.info("recycling worker pid %s: %s", worker.pid, self._recycle_reason)
         self.recycles_total += 1
-        self.worker = None
-        self._set_state("starting")  # new calls wait for the replacement
         with anyio.move_on_after(self._longest_timeout()):
             while worker.in_flight and not worker.exited.is_set():
                 await anyio.sleep(0.05)
         await worker.terminate(STOP_GRACE_SECONDS)
 
     def _longest_timeout(self) -> float:
-        return float(max(self.settings.call_timeout, 600.0))
+        return float(max(self.settings.call_timeout, *(spec.timeout or 0.0 for spec in m.METHODS.values())))
+
+    async def _stop_current(self) -> None:
+        worker, self.worker, self._current = self._current, None, None
+        if worker is not None and worker.is_alive():
+            await worker.terminate(STOP_GRACE_SECONDS)
 
     # --- calls -------------------------------------------------------------------
 
@@ -240,15 +252,15 @@ class WorkerSupervisor:
         """The ready worker, waiting up to `timeout` for one; raises when none comes."""
         with anyio.move_on_after(timeout):
             while True:
-                if self.state == "circuit_open":
+                if self.state is WorkerState.CIRCUIT_OPEN:
                     raise RagError(
                         ErrorCode.SERVICE_UNAVAILABLE,
                         "The knowledge-base worker keeps failing, so calls are paused for a short while.",
                     )
-                if self.state == "stopped":
+                if self.state is WorkerState.STOPPED or self._stopping:
                     raise RagError(ErrorCode.SERVICE_UNAVAILABLE, "The server is shutting down.")
                 worker = self.worker
-                if self.state == "ready" and worker is not None and not worker.exited.is_set():
+                if self.state is WorkerState.READY and worker is not None and not worker.exited.is_set():
                     return worker
                 await self._changed.wait()
         raise RagError(
@@ -266,32 +278,25 @@ class WorkerSupervisor:
         timeout: float,
         on_progress: ProgressCallback | None = None,
     ) -> Any:
-        """Route one call to the worker with a deadline; maps every failure to a RagError."""
+        """Route one call to the worker with a deadline; maps every failure to a RagError.
+
+        When the deadline passes or the caller is cancelled, the endpoint tells the worker
+        to cancel the request."""
         deadline = time.monotonic() + timeout
         worker = await self.wait_ready(min(timeout, self.settings.ready_wait))
         remaining = max(0.0, deadline - time.monotonic())
         try:
-            request_id, pending = await worker.request(method, params, on_progress)
-        except WorkerGone:
-            raise RagError(ErrorCode.WORKER_RESTARTED) from None
-        self._count_call(worker)
-        try:
+            call = await worker.endpoint.send_request(method, params, on_progress)
+            self._count_call(worker)
             with anyio.fail_after(remaining):
-                return await worker.result(request_id, pending)
+                return await worker.endpoint.result(call)
         except TimeoutError:
-            with anyio.CancelScope(shield=True):
-                await worker.cancel(request_id)
             raise RagError(
                 ErrorCode.PROCESSING_TIMEOUT,
                 f"The operation did not finish within {timeout:g} seconds and was cancelled.",
             ) from None
         except WorkerGone:
             raise RagError(ErrorCode.WORKER_RESTARTED) from None
-        except anyio.get_cancelled_exc_class():
-            # The client cancelled (notifications/cancelled) or the front is stopping.
-            with anyio.CancelScope(shield=True):
-                await worker.cancel(request_id)
-            raise
 
     def _count_call(self, worker: WorkerProcess) -> None:
         limit = self.settings.max_requests
@@ -309,35 +314,33 @@ class WorkerSupervisor:
     async def stop(self) -> None:
         """Stop supervising and stop the worker (graceful, then SIGKILL)."""
         self._stopping = True
-        worker = self.worker
-        self._set_state("stopped")
-        if worker is not None:
-            await worker.terminate(STOP_GRACE_SECONDS)
+        self._changed.set()  # waiting calls see `_stopping` and fail fast
+        self._loop_scope.cancel()
+        if self._running:
+            await self._stopped.wait()
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> SupervisorSnapshot:
         worker = self.worker
-        now = time.monotonic()
-        recent = sum(1 for t in self._restart_times if now - t <= self.settings.restart_window)
-        return {
-            "state": self.state,
-            "pid": worker.pid if worker else None,
-            "uptime_s": worker.uptime() if worker else None,
-            "rss_mb": worker.rss_mb() if worker else None,
-            "restarts": self.restarts_total,
-            "restarts_recent": recent,
-            "recycles": self.recycles_total,
-            "in_flight": worker.in_flight if worker else 0,
-            "calls_served": worker.calls_started if worker else 0,
-            "last_ping_rtt_ms": self.last_ping_rtt_ms,
-            "ping_rtt_max_ms": self.ping_rtt_max_ms,
-            "pings_answered": self.pings_answered,
-            "pings_missed": self.pings_missed,
-            "pings_deferred": self.pings_deferred,
-            "last_failure": self.last_failure,
-            "circuit_open": self.state == "circuit_open",
-            "bad_frames": worker.bad_frames if worker else 0,
-            "versions": (worker.ready_info.get("versions") if worker else None) or {},
-        }
+        return SupervisorSnapshot(
+            state=self.state,
+            pid=worker.pid if worker else None,
+            uptime_s=worker.uptime() if worker else None,
+            rss_mb=worker.rss_mb() if worker else None,
+            restarts=self.restarts_total,
+            restarts_recent=self.policy.recent(self._restart_times, time.monotonic()),
+            recycles=self.recycles_total,
+            in_flight=worker.in_flight if worker else 0,
+            calls_served=worker.calls_started if worker else 0,
+            last_ping_rtt_ms=self.last_ping_rtt_ms,
+            ping_rtt_max_ms=self.ping_rtt_max_ms,
+            pings_answered=self.pings_answered,
+            pings_missed=self.pings_missed,
+            pings_deferred=self.pings_deferred,
+            last_failure=self.last_failure,
+            circuit_open=self.state is WorkerState.CIRCUIT_OPEN,
+            bad_frames=worker.bad_frames if worker else 0,
+            versions=(worker.ready_info.get("versions") if worker else None) or {},
+        )
 
 
 async def _wait_any(events: tuple[anyio.Event, ...], timeout: float) -> None:
@@ -354,5 +357,4 @@ async def _wait_any(events: tuple[anyio.Event, ...], timeout: float) -> None:
 
 
 def front_rss_mb() -> float:
-    return round(psutil.Process(os.getpid()).memory_info().rss / 2**20, 1)
-
+    return round(float(psutil.Process(os.getpid()).memory_info().rss) / 2**20, 1)

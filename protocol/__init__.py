@@ -3,6 +3,7 @@
 Both processes import this package; nothing here does I/O policy or imports LightRAG.
 """
 
+from protocol.endpoint import JsonRpcEndpoint, OutgoingRequest, PeerGone
 from protocol.errors import ERROR_TABLE, ErrorCode, JsonRpcCode, RagError
 from protocol.framing import FrameError, FrameReader, FrameTooLarge, decode_frame, encode_frame
 from protocol.messages import ErrorObject, InvalidMessage, Notification, Request, Response, parse_message
@@ -17,11 +18,14 @@ __all__ = [
     "FrameReader",
     "FrameTooLarge",
     "InvalidMessage",
+    "JsonRpcEndpoint",
     "JsonRpcCode",
     "METHODS",
     "MethodSpec",
     "Notification",
+    "OutgoingRequest",
     "PROTOCOL_VERSION",
+    "PeerGone",
     "RagError",
     "Request",
     "Response",

@@ -1,8 +1,9 @@
 """The one error-code table of lightrag-mcp, and the exception that carries a code.
 
-Every failure a client can see is one of the codes below (the seed-002 list plus the
-codes the SPEC adds for supervision, identity and ingestion).  Each code has a default
-message, a suggested action written for the calling agent, and whether a retry may help.
+Every failure a client can see is one of the codes below (the seed-002 codes this server
+raises plus the codes the SPEC adds for supervision, identity and ingestion; a code nothing
+raises is not listed).  Each code has a default message, a suggested action written for the
+calling agent, and whether a retry may help.
 
 Exception tree::
 
@@ -36,8 +37,6 @@ class ErrorCode(enum.StrEnum):
 
     # General
     INVALID_PARAMETER = "INVALID_PARAMETER"
-    MISSING_PARAMETER = "MISSING_PARAMETER"
-    UNAUTHORIZED = "UNAUTHORIZED"
     FORBIDDEN = "FORBIDDEN"
     RATE_LIMITED = "RATE_LIMITED"
     SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
@@ -47,11 +46,8 @@ class ErrorCode(enum.StrEnum):
     WORKSPACE_BUSY = "WORKSPACE_BUSY"
     REQUEST_CANCELLED = "REQUEST_CANCELLED"
     # LightRAG
-    LIGHTRAG_UNAVAILABLE = "LIGHTRAG_UNAVAILABLE"
     PROCESSING_TIMEOUT = "PROCESSING_TIMEOUT"
     INVALID_QUERY_MODE = "INVALID_QUERY_MODE"
-    QUERY_TOO_LONG = "QUERY_TOO_LONG"
-    NO_RESULTS_FOUND = "NO_RESULTS_FOUND"
     DOCUMENT_NOT_FOUND = "DOCUMENT_NOT_FOUND"
     ENTITY_NOT_FOUND = "ENTITY_NOT_FOUND"
     RELATIONSHIP_TARGET_NOT_FOUND = "RELATIONSHIP_TARGET_NOT_FOUND"
@@ -70,7 +66,6 @@ class ErrorCode(enum.StrEnum):
     PROCESSING_FAILED = "PROCESSING_FAILED"
     RESOURCE_LIMIT_EXCEEDED = "RESOURCE_LIMIT_EXCEEDED"
     QUOTA_EXCEEDED = "QUOTA_EXCEEDED"
-    PARTIAL_DELETION = "PARTIAL_DELETION"
     BACKUP_FAILED = "BACKUP_FAILED"
 
     @property
@@ -82,14 +77,6 @@ ERROR_TABLE: dict[ErrorCode, ErrorInfo] = {
     ErrorCode.INVALID_PARAMETER: ErrorInfo(
         "A parameter has an invalid value.",
         "Fix the parameter named in the message and call the tool again.",
-    ),
-    ErrorCode.MISSING_PARAMETER: ErrorInfo(
-        "A required parameter is missing.",
-        "Add the missing parameter and call the tool again.",
-    ),
-    ErrorCode.UNAUTHORIZED: ErrorInfo(
-        "Authentication is required.",
-        "Ask the administrator to configure credentials for this server.",
     ),
     ErrorCode.FORBIDDEN: ErrorInfo(
         "This operation is not permitted for the caller.",
@@ -125,11 +112,6 @@ ERROR_TABLE: dict[ErrorCode, ErrorInfo] = {
         "Call the tool again if the result is still needed.",
         retryable=True,
     ),
-    ErrorCode.LIGHTRAG_UNAVAILABLE: ErrorInfo(
-        "The knowledge base could not be opened.",
-        "Check lightrag_health_check; retry in a few seconds.",
-        retryable=True,
-    ),
     ErrorCode.PROCESSING_TIMEOUT: ErrorInfo(
         "The operation took longer than its time limit and was stopped.",
         # Timeouts come from a busy server (a large document indexing), not from the request's size.
@@ -140,14 +122,6 @@ ERROR_TABLE: dict[ErrorCode, ErrorInfo] = {
     ErrorCode.INVALID_QUERY_MODE: ErrorInfo(
         "Unknown query mode.",
         "Use one of: naive, local, global, hybrid, mix, bypass.",
-    ),
-    ErrorCode.QUERY_TOO_LONG: ErrorInfo(
-        "The query is too long.",
-        "Shorten the query and call the tool again.",
-    ),
-    ErrorCode.NO_RESULTS_FOUND: ErrorInfo(
-        "No relevant content was found.",
-        "Rephrase the query, or upload documents that cover the topic.",
     ),
     ErrorCode.DOCUMENT_NOT_FOUND: ErrorInfo(
         "Document not found.",
@@ -220,11 +194,6 @@ ERROR_TABLE: dict[ErrorCode, ErrorInfo] = {
     ErrorCode.QUOTA_EXCEEDED: ErrorInfo(
         "The knowledge base has reached its quota.",
         "Delete documents you no longer need, or ask the administrator for a larger quota.",
-    ),
-    ErrorCode.PARTIAL_DELETION: ErrorInfo(
-        "Some of the documents could not be deleted.",
-        "Read failed_deletions for each document's reason; retry those once indexing has finished.",
-        retryable=True,
     ),
     ErrorCode.BACKUP_FAILED: ErrorInfo(
         "The backup requested before deletion could not be written, so nothing was deleted.",

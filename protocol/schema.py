@@ -6,20 +6,28 @@ Every string, array and number gets a bound (SPEC §4), and every object is clos
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 Schema = dict[str, Any]
 
+#: Where a schema keeps a default it does not advertise (false, 0, "", a count's default, a
+#: twin tool's): the validator and the worker fill it like any other, `advertised` drops it.
+QUIET_DEFAULT = "x-default"
+
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """One worker method: its name and the schemas of its arguments and result.
+    """One worker method, declared once: what the front and the worker both read.
 
-    For a tool method `params_schema` is also the MCP tool's `inputSchema` and
-    `result_schema` its `outputSchema`.  Result schemas stay open (no `required`, extra
-    members allowed): clients validate error results against them too.
+    For a tool method `params_schema` (advertised as the MCP tool's `inputSchema`) carries every
+    argument's real default, and `result_schema` is its `outputSchema`.  Result schemas stay
+    open (no `required`, extra members allowed): clients validate error results against them too.
+    `mutates`: the call changes the knowledge base (not read-only; the worker audits it).
+    `timeout`: seconds the front waits for an answer; None is LIGHTRAG_MCP_CALL_TIMEOUT.
     """
 
     name: str
@@ -27,15 +35,77 @@ class MethodSpec:
     result_schema: Schema
     tool_method: bool = True
     debug_only: bool = False
+    mutates: bool = False
+    timeout: float | None = None
+
+    @cached_property
+    def input_schema(self) -> Schema:
+        """`params_schema` as `tools/list` shows it: without the defaults it keeps quiet."""
+        return advertised(self.params_schema)
+
+    def with_defaults(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validated `arguments` with every absent argument's default filled in."""
+        return fill_defaults(arguments, self.params_schema)
 
 
-def _described(schema: Schema, description: str | None, default: Any = None) -> Schema:
+def _described(schema: Schema, description: str | None, default: Any = None, *, quiet: bool = False) -> Schema:
     if description:
         schema["description"] = description
-    # false, 0 and "" go without saying for an optional argument: only other defaults are advertised.
-    if default is not None and default not in (False, 0, ""):
-        schema["default"] = default
+    if default is not None:
+        # false, 0 and "" go without saying for an optional argument: only other defaults are advertised.
+        schema[QUIET_DEFAULT if quiet or default in (False, 0, "") else "default"] = default
     return schema
+
+
+def default_of(schema: Schema) -> Any:
+    """The schema's default, advertised or not (None: it has none)."""
+    return schema.get("default", schema.get(QUIET_DEFAULT))
+
+
+def fill_defaults(arguments: Mapping[str, Any], schema: Schema) -> dict[str, Any]:
+    """A copy of `arguments` with the defaults of `schema` filled in, at every depth.
+
+    An absent optional object whose members have defaults (`graph_options`) is filled in too, so
+    a handler reads `args["graph_options"]["min_degree"]` whatever the caller sent."""
+    filled = dict(arguments)
+    for name, child in (schema.get("properties") or {}).items():
+        if name in filled:
+            filled[name] = _filled_value(filled[name], child)
+        elif default_of(child) is not None:
+            filled[name] = copy.deepcopy(default_of(child))
+        elif _has_defaults(child):
+            filled[name] = fill_defaults({}, child)
+    return filled
+
+
+def _filled_value(value: Any, schema: Schema) -> Any:
+    if isinstance(value, dict) and "properties" in schema:
+        return fill_defaults(value, schema)
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, dict) and _has_defaults(items):
+        return [_filled_value(item, items) for item in value]
+    return value
+
+
+def _has_defaults(schema: Schema) -> bool:
+    return any(
+        default_of(child) is not None or _has_defaults(child) for child in (schema.get("properties") or {}).values()
+    )
+
+
+def advertised(schema: Schema) -> Schema:
+    """The schema without its quiet defaults, at every depth (what a client is shown)."""
+    shown: Schema = {}
+    for key, value in schema.items():
+        if key == QUIET_DEFAULT:
+            continue
+        if isinstance(value, dict):
+            shown[key] = advertised(value)
+        elif isinstance(value, list):
+            shown[key] = [advertised(item) if isinstance(item, dict) else item for item in value]
+        else:
+            shown[key] = value
+    return shown
 
 
 def _plain(value: float) -> float:
@@ -66,10 +136,9 @@ def string(
 def integer(
     description: str | None = None, *, minimum: int = 0, maximum: int, default: int | None = None
 ) -> Schema:
-    """An integer; its `default` documents the handler's default in code only (not advertised:
-    a count's default is rarely what an agent decides on, and every tool list pays for it)."""
-    del default
-    return _described({"type": "integer", "minimum": minimum, "maximum": maximum}, description)
+    """An integer; its `default` is filled in but not advertised (a count's default is rarely
+    what an agent decides on, and every tool list pays for it)."""
+    return _described({"type": "integer", "minimum": minimum, "maximum": maximum}, description, default, quiet=True)
 
 
 def number(
@@ -113,11 +182,14 @@ def obj(
 
 
 def without_descriptions(schema: Schema) -> Schema:
-    """The schema without descriptions and defaults, for a tool whose twin already explains the
-    same arguments (the same text twice in a tool list costs every turn)."""
+    """The schema without descriptions and with its defaults kept quiet, for a tool whose twin
+    already explains the same arguments (the same text twice in a tool list costs every turn)."""
     stripped: Schema = {}
     for key, value in schema.items():
-        if key in {"description", "default"}:
+        if key == "description":
+            continue
+        if key == "default":
+            stripped[QUIET_DEFAULT] = value
             continue
         if key == "properties" and isinstance(value, dict):
             stripped[key] = {name: without_descriptions(child) for name, child in value.items()}

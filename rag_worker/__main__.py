@@ -7,7 +7,7 @@ _FDS = claim_protocol_fds()
 
 
 def main() -> None:
-    from rag_worker.server import run_worker
+    from rag_worker.server import run_worker  # only after the protocol pipe is claimed (above)
 
     run_worker(_FDS)
 

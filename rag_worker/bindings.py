@@ -29,6 +29,10 @@ from config.bindings import (
     resolve_bindings,
 )
 from config.settings import ConfigError, Settings
+from rag_worker.embedded.embedding_lanes import EmbeddingLanes, make_embedding_func
+from rag_worker.embedded.extractor import BUILTIN_LIGHTRAG_KWARGS, BUILTIN_LLM_NAME, builtin_llm_model_func
+from rag_worker.embedded.models import EMBEDDING_DIM, MODEL_NAME, OnnxSentenceEmbedder, default_threads
+from rag_worker.embedded.offline_tokenizer import make_offline_tokenizer
 
 log = logging.getLogger("rag_worker.bindings")
 
@@ -55,8 +59,6 @@ async def build_components(settings: Settings, limiter: anyio.CapacityLimiter) -
     and ``lightrag_kwargs`` (extra ``LightRAG(...)`` arguments: the LLM identity that
     partitions LightRAG's LLM cache). Raises ConfigError for unusable settings.
     """
-    from rag_worker.embedded.models import make_offline_tokenizer
-
     config = resolve_bindings(settings)
     # Also seeds tiktoken's cache, which LightRAG's openai_embed uses to truncate texts.
     tokenizer = await anyio.to_thread.run_sync(make_offline_tokenizer, limiter=limiter)
@@ -74,9 +76,6 @@ async def build_components(settings: Settings, limiter: anyio.CapacityLimiter) -
 
 def describe(config: BindingConfig) -> dict[str, Any]:
     """What is configured, safe to show (health check, logs): never an API key."""
-    from rag_worker.embedded.extractor import BUILTIN_LLM_NAME
-    from rag_worker.embedded.models import EMBEDDING_DIM, MODEL_NAME
-
     llm = config.llm.describe() if config.llm else {"binding": "builtin", "model": BUILTIN_LLM_NAME}
     embedding = config.embedding.describe() if config.embedding else {
         "binding": "embedded", "model": MODEL_NAME, "dim": EMBEDDING_DIM, "id": _embedded_model_id()}
@@ -84,8 +83,6 @@ def describe(config: BindingConfig) -> dict[str, Any]:
 
 
 def _embedded_model_id() -> str:
-    from rag_worker.embedded.models import EMBEDDING_DIM, MODEL_NAME
-
     return f"onnx:{MODEL_NAME}:{EMBEDDING_DIM}"
 
 
@@ -93,8 +90,6 @@ def _embedded_model_id() -> str:
 def build_llm(binding: LLMBinding | None) -> dict[str, Any]:
     """``llm_model_func`` and what goes with it, for `binding` (None: the built-in extractor)."""
     if binding is None:
-        from rag_worker.embedded.extractor import BUILTIN_LIGHTRAG_KWARGS, BUILTIN_LLM_NAME, builtin_llm_model_func
-
         return {"llm_model_func": builtin_llm_model_func, "llm_name": BUILTIN_LLM_NAME, "llm_configured": False,
                 "lightrag_kwargs": dict(BUILTIN_LIGHTRAG_KWARGS)}
     require_client_package(binding.binding, "LLM_BINDING")
@@ -162,13 +157,6 @@ def _ollama_llm(binding: LLMBinding) -> LLMFunc:
 # ------------------------------------------------------------------------ embeddings
 async def _build_embedding(binding: EmbeddingBinding | None, limiter: anyio.CapacityLimiter) -> dict[str, Any]:
     if binding is None:
-        from rag_worker.embedded.models import (
-            EmbeddingLanes,
-            OnnxSentenceEmbedder,
-            default_threads,
-            make_embedding_func,
-        )
-
         # One thread per inference; parallel batches use the cores (EmbeddingLanes).
         embedder = OnnxSentenceEmbedder(intra_op_threads=1)
         await anyio.to_thread.run_sync(embedder.load, limiter=limiter)

@@ -6,7 +6,7 @@ import logging
 import os
 import platform
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -14,8 +14,11 @@ import anyio
 import psutil
 
 from config.settings import Settings
-from protocol import ErrorCode, RagError
 from protocol import methods as m
+from protocol.context import CallContext
+from rag_worker.ingest.isolation import shutdown_extractors
+from rag_worker.operations.job_runner import BatchRunner
+from rag_worker.storage.engine import EngineRegistry
 
 log = logging.getLogger("rag_worker")
 
@@ -27,7 +30,10 @@ WORKER_VERSION = "0.1.0"
 
 @dataclass
 class WorkerRuntime:
-    """What lives as long as the worker process: settings, thread limiter, engines, counters."""
+    """What lives as long as the worker process: settings, thread limiter, engines, jobs, counters.
+
+    `engines` and `batches` are built by the composition root (`rag_worker.app.warm_up`),
+    before the worker says it is ready and takes calls."""
 
     settings: Settings
     limiter: anyio.CapacityLimiter
@@ -37,26 +43,8 @@ class WorkerRuntime:
     requests_served: int = 0
     requests_cancelled: int = 0
     lightrag_version: str = "unknown"
-    engines: Any = None  # rag_worker.storage.engine.EngineRegistry, created in warm_up()
-    batches: Any = None  # rag_worker.operations.batches.BatchRunner, created in warm_up()
-
-    async def warm_up(self, spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], Any]) -> None:
-        """Everything that must work before the worker says it is ready.
-
-        `spawn` starts background work (indexing) that outlives the call that queued it."""
-        from rag_worker.storage.engine import EngineRegistry, import_lightrag
-
-        self.lightrag_version = await anyio.to_thread.run_sync(import_lightrag, limiter=self.limiter)
-        async def announce_blocking(seconds: float, reason: str) -> None:
-            await self.notify(m.BLOCKING, {"seconds": seconds, "reason": reason})
-
-        self.engines = EngineRegistry(self.settings, self.limiter, spawn, announce_blocking)
-        self.engines.check_data_dir()
-        await anyio.to_thread.run_sync(self.engines.placement.check_servers)
-        from rag_worker.operations.batches import BatchRunner
-
-        self.batches = BatchRunner(self, spawn)
-        spawn(self.batches.resume_all)  # batches a previous worker left unfinished
+    engines: EngineRegistry = field(init=False)
+    batches: BatchRunner = field(init=False)
 
     def versions(self) -> dict[str, Any]:
         return {
@@ -73,17 +61,20 @@ class WorkerRuntime:
         return {"pong": True, "pid": os.getpid(), "uptime_s": self.uptime()}
 
     def rss_mb(self) -> float:
-        return round(psutil.Process().memory_info().rss / 2**20, 1)
+        rss: int = psutil.Process().memory_info().rss  # psutil ships no type hints
+        return round(rss / 2**20, 1)
+
+    @property
+    def warmed_up(self) -> bool:
+        return hasattr(self, "engines")
 
     def workspaces_open(self) -> list[str]:
-        return self.engines.open_workspaces() if self.engines is not None else []
+        return self.engines.open_workspaces() if self.warmed_up else []
 
     async def close(self) -> None:
-        if self.engines is not None:
+        if self.warmed_up:
             with anyio.move_on_after(15, shield=True):
                 await self.engines.close_all()
-        from rag_worker.ingest.isolation import shutdown_extractors
-
         shutdown_extractors()
 
 
@@ -98,6 +89,7 @@ class RequestContext:
     correlation_id: str = "-"
     wants_progress: bool = False
     roots: tuple[str, ...] = ()  # the client's MCP roots (path tools only)
+    tool: str = ""  # the MCP tool name the call came in as (audit entries name it)
     arrived: float = field(default_factory=time.monotonic)  # waits are budgeted from here
     _last_progress: float = -1.0
 
@@ -111,16 +103,17 @@ class RequestContext:
 
     @classmethod
     def from_envelope(cls, state: WorkerRuntime, request_id: Any, context: Any) -> RequestContext:
-        if not isinstance(context, dict) or not context.get("workspace"):
-            raise RagError(ErrorCode.INVALID_PARAMETER, "The call carries no workspace context.")
+        """The context of a tool call, from its envelope's `context` (a `CallContext` on the wire)."""
+        call = CallContext.from_wire(context, fallback_id=request_id)
         return cls(
             state,
             request_id,
-            workspace=str(context["workspace"]),
-            user_id=context.get("user_id"),
-            correlation_id=str(context.get("correlation_id") or request_id),
-            wants_progress=bool(context.get("progress")),
-            roots=tuple(str(root) for root in context.get("roots") or ()),
+            workspace=call.workspace,
+            user_id=call.user_id,
+            correlation_id=call.correlation_id,
+            wants_progress=call.progress,
+            roots=call.roots,
+            tool=call.tool,
         )
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:

@@ -1,8 +1,11 @@
 """How the worker serves one method call: the method's spec, its handler, its context.
 
-Control methods get a bare context; tool methods get the caller's workspace from the
-envelope, storage failures mapped to STORAGE_ERROR, and (when they change the knowledge
-base) an entry in the workspace's audit log.
+Handlers register against their spec with `@handles(m.QUERY)`; `rag_worker.handlers` imports
+every handler module, so its `HANDLERS` is the whole registry.  Control methods get a bare
+context; tool methods get the caller's context from the envelope, their arguments with the
+spec's defaults filled in (scripts call the worker without the front), storage failures mapped
+to STORAGE_ERROR, and (when the method changes the knowledge base) an entry in the workspace's
+audit log.
 """
 
 from __future__ import annotations
@@ -10,12 +13,39 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from protocol import ErrorCode, RagError, Request
+from protocol import ErrorCode, MethodSpec, RagError, Request
 from protocol import methods as m
 from rag_worker.context import RequestContext, WorkerRuntime
+from rag_worker.operations.audit import record_call
 from rag_worker.storage.errors import with_storage_errors
 
 Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[Any]]
+
+_REGISTRY: dict[str, Handler] = {}
+
+
+def handles(spec: MethodSpec) -> Callable[[Handler], Handler]:
+    """Register the decorated function as the handler of `spec` (one handler per method)."""
+
+    def register(handler: Handler) -> Handler:
+        if spec.name in _REGISTRY:
+            raise RuntimeError(f"{spec.name} already has a handler: {_REGISTRY[spec.name].__qualname__}")
+        if m.METHODS.get(spec.name) is not spec:
+            raise RuntimeError(f"{spec.name} is not a method of protocol.methods.METHODS")
+        _REGISTRY[spec.name] = handler
+        return handler
+
+    return register
+
+
+def registered_handlers() -> Mapping[str, Handler]:
+    """Every handler registered so far, by method name."""
+    return dict(_REGISTRY)
+
+
+def audited(spec: MethodSpec) -> bool:
+    """A call that changes the knowledge base goes to the workspace's audit log (fault injection does not)."""
+    return spec.mutates and not spec.debug_only
 
 
 async def dispatch(state: WorkerRuntime, handlers: Mapping[str, Handler], request: Request) -> Any:
@@ -25,14 +55,13 @@ async def dispatch(state: WorkerRuntime, handlers: Mapping[str, Handler], reques
         raise RagError(ErrorCode.INVALID_PARAMETER, f"Unknown worker method {request.method!r}.")
     if not spec.tool_method:
         return await handler(RequestContext.control(state, request.id), request.params)
-    envelope = request.params.get("context") or {}
+    envelope = request.params.get("context")
     context = RequestContext.from_envelope(state, request.id, envelope)
     arguments = request.params.get("arguments")
     if not isinstance(arguments, dict):
         raise RagError(ErrorCode.INVALID_PARAMETER, "The call has no arguments object.")
+    arguments = spec.with_defaults(arguments)
     handler = with_storage_errors(handler)
-    if envelope.get("audit"):  # a mutating call: it goes to the workspace's audit log
-        from rag_worker.operations.audit import record_call
-
-        return await record_call(context, str(envelope.get("tool") or request.method), arguments, handler)
+    if audited(spec):
+        return await record_call(context, context.tool or request.method, arguments, handler)
     return await handler(context, arguments)

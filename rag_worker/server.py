@@ -22,78 +22,52 @@ import anyio.abc
 
 from config.logs import correlation_id, setup_logging
 from config.settings import ConfigError, Settings, load_settings
-from protocol import (
-    ErrorCode,
-    ErrorObject,
-    FrameError,
-    FrameReader,
-    FrameTooLarge,
-    InvalidMessage,
-    JsonRpcCode,
-    Notification,
-    RagError,
-    Request,
-    Response,
-    decode_frame,
-    encode_frame,
-    parse_message,
-)
+from protocol import Request
 from protocol import methods as m
+from protocol.endpoint import JsonRpcEndpoint
+from rag_worker.app import warm_up
 from rag_worker.context import WorkerRuntime
 from rag_worker.dispatch import Handler, dispatch
+from rag_worker.handlers import HANDLERS
 from rag_worker.stdio_guard import ProtocolFds
+from rag_worker.storage.engine import DataDirUnwritable
 
 log = logging.getLogger("rag_worker.server")
 
+
 class WorkerServer:
-    """Serves one pipe until it closes (or the parent goes away)."""
+    """Serves one pipe until it closes (or the parent goes away): the endpoint plus the
+    worker's dispatch policy."""
 
     def __init__(self, fds: ProtocolFds, settings: Settings, handlers: Mapping[str, Handler]) -> None:
         self._fds = fds
         self._settings = settings
         self._handlers = handlers
+        self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
-        self._write_lock = anyio.Lock()
-        self._in_flight: dict[Any, anyio.CancelScope] = {}
-        self._max_frame = settings.max_frame_mb * 1024 * 1024
+        self.endpoint = JsonRpcEndpoint(
+            self._receive,
+            self._send,
+            max_frame_bytes=settings.max_frame_mb * 1024 * 1024,
+            on_request=self._serve_request,
+            on_cancelled=self._count_cancelled,
+            inline={m.PING.name: lambda _params: self.state.ping()},
+            answer_parse_errors=True,
+            peer="the front",
+        )
         self.state = WorkerRuntime(
             settings=settings,
             limiter=anyio.CapacityLimiter(settings.worker_threads),
-            notify=self.notify,
-            send_raw=self._send_raw,
+            notify=self.endpoint.notify,
+            send_raw=self.endpoint.send_raw,
         )
 
-    # --- output ------------------------------------------------------------------
+    # --- the pipe ------------------------------------------------------------------
 
-    async def _send(self, message: dict[str, Any]) -> None:
-        frame = encode_frame(message)
-        if len(frame) > self._max_frame and "id" in message:
-            # Never emit a frame the front would have to discard: answer with an error instead.
-            error = RagError(
-                ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-                "The result is too large to return; ask for less (lower limits or a narrower filter).",
-            )
-            frame = encode_frame(Response(message["id"], error=ErrorObject.from_rag_error(error)).to_wire())
-        assert self._writer is not None
-        async with self._write_lock:
-            self._writer.write(frame)
-            await self._writer.drain()
-
-    async def _send_raw(self, data: bytes) -> None:
-        """Write bytes to the protocol pipe as they are (fault injection only)."""
-        assert self._writer is not None
-        async with self._write_lock:
-            self._writer.write(data)
-            await self._writer.drain()
-
-    async def notify(self, method: str, params: dict[str, Any]) -> None:
-        await self._send(Notification(method, params).to_wire())
-
-    # --- input -------------------------------------------------------------------
-
-    async def _open_pipes(self) -> FrameReader:
+    async def _open_pipes(self) -> None:
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=2**16, loop=loop)
+        self._reader = asyncio.StreamReader(limit=2**16, loop=loop)
+        reader = self._reader
         await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(self._fds.read_fd, "rb", 0)
         )
@@ -102,28 +76,24 @@ class WorkerServer:
         )
         self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
 
-        async def receive() -> bytes:
-            return await reader.read(1 << 20)
+    async def _receive(self) -> bytes:
+        assert self._reader is not None
+        return await self._reader.read(1 << 20)
 
-        return FrameReader(receive, self._max_frame)
+    async def _send(self, data: bytes) -> None:
+        assert self._writer is not None
+        self._writer.write(data)
+        await self._writer.drain()
+
+    # --- serving -------------------------------------------------------------------
 
     async def serve(self) -> None:
-        frames = await self._open_pipes()
+        await self._open_pipes()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch_parent, tg.cancel_scope)
             await self._announce_ready(tg)
-            while True:
-                try:
-                    line = await frames.read_line()
-                except FrameTooLarge as exc:
-                    log.error("discarded an oversized frame from the front: %s", exc)
-                    continue
-                if line is None:
-                    log.info("pipe closed by the front; stopping")
-                    break
-                if not line.strip():
-                    continue
-                await self._handle_line(line, tg)
+            await self.endpoint.serve()
+            log.info("pipe closed by the front; stopping")
             tg.cancel_scope.cancel()
         await self.state.close()
 
@@ -137,9 +107,9 @@ class WorkerServer:
                 return
 
     async def _announce_ready(self, tg: anyio.abc.TaskGroup) -> None:
-        await self.state.warm_up(lambda job: tg.start_soon(job))
+        await warm_up(self.state, lambda job: tg.start_soon(job))
         served = [name for name, spec in m.METHODS.items() if not spec.debug_only or self._settings.debug_methods]
-        await self.notify(
+        await self.endpoint.notify(
             m.READY,
             {
                 "pid": os.getpid(),
@@ -149,60 +119,20 @@ class WorkerServer:
             },
         )
 
-    async def _handle_line(self, line: bytes, tg: anyio.abc.TaskGroup) -> None:
+    async def _serve_request(self, request: Request) -> Any:
+        """Dispatch one request under its caller's correlation id."""
+        context = request.params.get("context") or {}
+        # Each request runs in its own task with its own copy of the context, so the id
+        # stays set for the endpoint's logging of this request and needs no reset.
+        correlation_id.set(str(context.get("correlation_id") or request.id))
         try:
-            message = parse_message(decode_frame(line))
-        except (FrameError, InvalidMessage) as exc:
-            log.warning("ignoring a malformed frame from the front: %s", exc)
-            await self._send(
-                Response(None, error=ErrorObject(JsonRpcCode.PARSE_ERROR, "malformed frame")).to_wire()
-            )
-            return
-        if isinstance(message, Request):
-            if message.method == m.PING.name:
-                # Answered right here on the loop: a blocked loop misses pings.
-                await self._send(Response(message.id, self.state.ping()).to_wire())
-                return
-            scope = anyio.CancelScope()
-            self._in_flight[message.id] = scope
-            tg.start_soon(self._run_request, message, scope)
-        elif isinstance(message, Notification):
-            if message.method == m.CANCEL:
-                in_flight = self._in_flight.get(message.params.get("id"))
-                if in_flight is not None:
-                    in_flight.cancel()
-            else:
-                log.debug("ignoring notification %s", message.method)
-        # Responses: the front sends none to the worker.
-
-    async def _run_request(self, request: Request, scope: anyio.CancelScope) -> None:
-        context_params = request.params.get("context") or {}
-        token = correlation_id.set(str(context_params.get("correlation_id") or request.id))
-        response: Response | None = None
-        try:
-            with scope:
-                response = Response(request.id, await dispatch(self.state, self._handlers, request))
-            if scope.cancelled_caught:
-                self.state.requests_cancelled += 1
-                log.info("request %s (%s) cancelled", request.id, request.method)
-                error = RagError(ErrorCode.REQUEST_CANCELLED)
-                response = Response(request.id, error=ErrorObject(JsonRpcCode.REQUEST_CANCELLED, error.message, error.to_data()))
-        except RagError as exc:
-            response = Response(request.id, error=ErrorObject.from_rag_error(exc))
-        except anyio.get_cancelled_exc_class():
-            raise
-        except Exception:
-            log.exception("method %s failed", request.method)
-            response = Response(request.id, error=ErrorObject.from_rag_error(RagError(ErrorCode.INTERNAL_ERROR)))
+            return await dispatch(self.state, self._handlers, request)
         finally:
-            self._in_flight.pop(request.id, None)
             self.state.requests_served += 1
-            correlation_id.reset(token)
-        if response is not None:
-            try:
-                await self._send(response.to_wire())
-            except (BrokenPipeError, ConnectionResetError):
-                log.info("front went away before the answer to %s", request.method)
+
+    def _count_cancelled(self, _request: Request) -> None:
+        self.state.requests_cancelled += 1
+
 
 def run_worker(fds: ProtocolFds) -> None:
     """Process entry: configure logging, build the server, serve until the pipe closes."""
@@ -213,8 +143,6 @@ def run_worker(fds: ProtocolFds) -> None:
     except ConfigError as exc:
         log.error("configuration error: %s", exc)
         sys.exit(m.EXIT_CONFIGURATION)
-    from rag_worker.handlers import HANDLERS
-
     server = WorkerServer(fds, settings, HANDLERS)
     code = 0
     try:
@@ -222,8 +150,6 @@ def run_worker(fds: ProtocolFds) -> None:
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # start-up failures the front should be able to name
-        from rag_worker.storage.engine import DataDirUnwritable
-
         grouped = isinstance(exc, BaseExceptionGroup) and exc.subgroup(DataDirUnwritable) is not None
         if not (grouped or isinstance(exc, DataDirUnwritable)):
             raise

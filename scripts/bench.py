@@ -9,7 +9,7 @@ Sub-benchmarks: startup, bridge, upload, indexing (with queries and concurrency)
 while the same workspace indexes a large PDF; how long an upload holds the turn), hang.
 The server runs for real over stdio through `mcp.ClientSession`; the floor is LightRAG
 called directly in one process with the same configuration (`rag_worker.bindings` +
-`rag_worker.storage.engine.lightrag_kwargs`), or pypdf alone, or a bare `mcp` server.
+`rag_worker.storage.lightrag_setup.lightrag_kwargs`), or pypdf alone, or a bare `mcp` server.
 Numbers: median, p95, min, max and the ratio of medians to the floor.
 """
 
@@ -123,6 +123,7 @@ async def bench_bridge(results: Results, home: Path, calls: int) -> None:
 async def in_process_echo(calls: int) -> list[float]:
     """The same echo handler called directly in this process: the floor without any transport."""
     from config.settings import load_settings
+    from protocol import methods as m
     from rag_worker.context import RequestContext, WorkerRuntime
     from rag_worker.handlers.system import debug
 
@@ -133,7 +134,7 @@ async def in_process_echo(calls: int) -> list[float]:
     context = RequestContext(state, 1, workspace="bench", correlation_id="bench")
     samples = []
     for _ in range(calls):
-        elapsed, _ = await timed(lambda: debug(context, {"action": "echo", "text": "x"}))
+        elapsed, _ = await timed(lambda: debug(context, m.DEBUG.with_defaults({"action": "echo", "text": "x"})))
         samples.append(elapsed * 1000)
     return samples
 
@@ -141,7 +142,7 @@ async def in_process_echo(calls: int) -> list[float]:
 async def bench_upload(results: Results, home: Path, runs: int) -> None:
     from pypdf import PdfReader
 
-    from rag_worker.ingest import extract_pdf
+    from rag_worker.ingest.pdf import extract_pdf
     from tests.fixtures.documents import make_large_pdf
 
     upload, extract_ours, extract_pypdf, worker_rss, in_worker = [], [], [], [], []

@@ -30,6 +30,8 @@ if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
 from config.settings import load_settings  # noqa: E402
+from protocol import methods as m  # noqa: E402
+from rag_worker.app import warm_up  # noqa: E402
 from rag_worker.context import RequestContext, WorkerRuntime  # noqa: E402
 
 CASES: dict[str, dict[str, Any]] = {
@@ -99,7 +101,7 @@ async def main() -> None:
 
         state = WorkerRuntime(load_settings({"WORKING_DIR": data_dir}), anyio.CapacityLimiter(4), ignore, ignore)
         async with anyio.create_task_group() as background:
-            await state.warm_up(background.start_soon)  # as the worker server does
+            await warm_up(state, background.start_soon)  # as the worker server does
             ctx = RequestContext(state, 1, workspace="bench_documents")
             ws = await state.engines.get(ctx.workspace)
             began = time.perf_counter()
@@ -109,7 +111,7 @@ async def main() -> None:
                 times = []
                 for _ in range(options.repeat):
                     began = time.perf_counter()
-                    result = await list_documents(ctx, dict(arguments))
+                    result = await list_documents(ctx, m.LIST_DOCUMENTS.with_defaults(arguments))
                     times.append((time.perf_counter() - began) * 1000)
                 times.sort()
                 p95 = times[min(len(times) - 1, int(len(times) * 0.95))]

@@ -2,7 +2,7 @@
 """Graph export benchmark: a real 1,000-entity LightRAG graph exported in every format.
 
 Builds the graph in a fresh data directory with a LightRAG instance made exactly as the worker
-makes one (`rag_worker.storage.engine.new_lightrag` on the embedded components), inserting entities
+makes one (`rag_worker.storage.lightrag_setup.new_lightrag` on the embedded components), inserting entities
 and relations through its graph storage (a preferential-attachment graph: a few hubs, many
 leaves, about two relations per entity, LightRAG-shaped attributes), then measures:
 
@@ -111,7 +111,7 @@ async def build_graph(data_dir: Path, count: int) -> tuple[int, int]:
     """Write the graph into `data_dir`'s default workspace through LightRAG's graph storage."""
     from config.settings import load_settings
     from rag_worker.bindings import build_components
-    from rag_worker.storage.engine import import_lightrag, new_lightrag
+    from rag_worker.storage.lightrag_setup import import_lightrag, new_lightrag
 
     import_lightrag()
     components = await build_components(load_settings({"WORKING_DIR": str(data_dir)}), anyio.CapacityLimiter(4))
@@ -158,7 +158,7 @@ async def bench_direct(data_dir: Path, repeat: int) -> dict[str, Any]:
     from rag_worker.graph.exports import render
     from rag_worker.graph.snapshot import read_snapshot
     from rag_worker.graph.statistics import graph_statistics
-    from rag_worker.storage.engine import new_lightrag
+    from rag_worker.storage.lightrag_setup import new_lightrag
 
     components = await build_components(load_settings({"WORKING_DIR": str(data_dir)}), anyio.CapacityLimiter(4))
     rag = await new_lightrag(data_dir, WORKSPACE, components)

@@ -76,7 +76,8 @@ def library_reader(defaults: bool) -> Any:
 def isolated_run(pages: list[tuple[list[str], Any]]) -> dict[str, Any]:
     import psutil
 
-    from rag_worker.ingest import DocFormat, extract_isolated, shutdown_extractors
+    from rag_worker.ingest.formats import DocFormat
+    from rag_worker.ingest.isolation import extract_isolated, shutdown_extractors
     from rag_worker.ingest.ocr import OcrOptions
 
     data = make_scanned_pdf([truth for truth, _ in pages])

@@ -138,14 +138,14 @@ class DirectLightRAG:
     async def open(self) -> None:
         from config.settings import load_settings
         from rag_worker.bindings import build_components
-        from rag_worker.storage.engine import import_lightrag, new_lightrag
+        from rag_worker.storage.lightrag_setup import import_lightrag, new_lightrag
 
         import_lightrag()
         components = await build_components(load_settings({"WORKING_DIR": str(self._dir)}), anyio.CapacityLimiter(4))
         self.rag = await new_lightrag(self._dir, "direct", components)
 
     async def index(self, docs: list[Any]) -> float:
-        from rag_worker.ingest import extract_pdf
+        from rag_worker.ingest.pdf import extract_pdf
 
         started = time.perf_counter()
         texts = [extract_pdf(doc.pdf).text for doc in docs]

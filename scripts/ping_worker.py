@@ -28,6 +28,7 @@ from mcp_front.startup import load_env_file  # noqa: E402
 from mcp_front.worker_process import WorkerGone, WorkerProcess, worker_command  # noqa: E402
 from protocol import RagError  # noqa: E402
 from protocol import methods as m  # noqa: E402
+from protocol.context import CallContext  # noqa: E402
 
 
 async def diagnose(count: int, timeout: float, probe: bool) -> dict[str, Any]:
@@ -71,10 +72,10 @@ async def diagnose(count: int, timeout: float, probe: bool) -> dict[str, Any]:
                 "max": round(max(rtts), 3),
             }
         try:
-            report["status"] = await worker.call(m.STATUS.name, {})
+            report["status"] = await worker.endpoint.request(m.STATUS.name, {})
             if probe:
-                context = {"workspace": workspace_for(None, settings.default_workspace), "correlation_id": "ping-worker"}
-                health = await worker.call(
+                context = CallContext(workspace_for(None, settings.default_workspace), "ping-worker").to_wire()
+                health = await worker.endpoint.request(
                     m.HEALTH.name, {"context": context, "arguments": {"check_dependencies": True}}
                 )
                 report["probe"] = health.get("components", {})

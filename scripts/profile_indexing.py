@@ -2,7 +2,7 @@
 """Profile indexing on the embedded default, in-process, exactly as the worker builds LightRAG.
 
 Builds the components with ``rag_worker.bindings.build_components(load_settings(), limiter)``
-and a ``LightRAG`` instance with the engine's own arguments (``rag_worker.storage.engine.lightrag_kwargs``),
+and a ``LightRAG`` instance with the engine's own arguments (``rag_worker.storage.lightrag_setup.lightrag_kwargs``),
 inserts a corpus, and prints where the time went:
 
 * total seconds, chunks/s, documents/min;
@@ -217,7 +217,7 @@ EXTRA_KWARGS: dict[str, Any] = {}
 
 
 async def build_rag(working_dir: Path, workspace: str, components: dict[str, Any]) -> Any:
-    from rag_worker.storage.engine import new_lightrag
+    from rag_worker.storage.lightrag_setup import new_lightrag
 
     # One workspace per corpus: LightRAG keeps JSON storages per workspace name.
     rag = await new_lightrag(working_dir, workspace, components, **EXTRA_KWARGS)
@@ -359,7 +359,7 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     from config.settings import load_settings
     from rag_worker.bindings import build_components
-    from rag_worker.storage.engine import import_lightrag
+    from rag_worker.storage.lightrag_setup import import_lightrag
 
     import_lightrag()  # LightRAG's logs at WARNING, as in the worker
     # Its per-text truncation warnings are counted (see print_report), not printed.
@@ -371,7 +371,7 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
     if components.get("llm_configured") or not str(components.get("embedding_model_id", "")).startswith("onnx:"):
         print("warning: not the embedded default (LLM_BINDING / EMBEDDING_BINDING are set)", file=sys.stderr)
     work_root = Path(tempfile.mkdtemp(prefix="profile-indexing-"))
-    from rag_worker.storage.engine import lightrag_kwargs
+    from rag_worker.storage.lightrag_setup import lightrag_kwargs
 
     print(f"LightRAG arguments: {json.dumps({**lightrag_kwargs(components), **EXTRA_KWARGS}, default=str)}")
     results = []

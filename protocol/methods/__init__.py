@@ -14,10 +14,21 @@ for a request and `worker/blocking` before a known blocking section; the front s
 
 from __future__ import annotations
 
+from protocol.methods import documents, editing, graph, ingest, query, system
 from protocol.methods.documents import DELETE_DOCUMENTS, LIST_DOCUMENTS
 from protocol.methods.editing import UPDATE_ENTITY
 from protocol.methods.graph import ENTITY_RELATIONSHIPS, GET_GRAPH, SEARCH_ENTITIES
-from protocol.methods.ingest import BATCH_PROCESS, GET_STATUS, INSERT_FILE, INSERT_TEXT, UPLOAD
+from protocol.methods.ingest import (
+    BATCH_PROCESS,
+    GET_STATUS,
+    INGEST_TIMEOUT,
+    INSERT_FILE,
+    INSERT_TEXT,
+    UPLOAD,
+    UPLOAD_FAMILIES,
+    FormatFamily,
+    upload_formats_text,
+)
 from protocol.methods.query import QUERY, QUERY_SIMPLE, STREAM_QUERY
 from protocol.methods.system import (
     CALL_CONTEXT,
@@ -52,31 +63,9 @@ EXIT_REASONS = {
     EXIT_DATA_DIR: "the worker cannot write its data directory (disk full or no permission)",
 }
 
+# Every method of every area, by name: an area declares a method by listing it in its SPECS.
 METHODS: dict[str, MethodSpec] = {
-    spec.name: spec
-    for spec in (
-        PING,
-        STATUS,
-        SHUTDOWN,
-        HEALTH,
-        DEBUG,
-        UPLOAD,
-        INSERT_TEXT,
-        GET_STATUS,
-        QUERY,
-        QUERY_SIMPLE,
-        STREAM_QUERY,
-        INSERT_FILE,
-        BATCH_PROCESS,
-        LIST_DOCUMENTS,
-        DELETE_DOCUMENTS,
-        GET_GRAPH,
-        SEARCH_ENTITIES,
-        ENTITY_RELATIONSHIPS,
-        UPDATE_ENTITY,
-        CLEAR_CACHE,
-        SYSTEM_STATS,
-    )
+    spec.name: spec for area in (system, ingest, query, documents, graph, editing) for spec in area.SPECS
 }
 
 __all__ = [
@@ -91,6 +80,8 @@ __all__ = [
     "EXIT_CONFIGURATION",
     "EXIT_DATA_DIR",
     "EXIT_REASONS",
+    "INGEST_TIMEOUT",
+    "FormatFamily",
     "GET_GRAPH",
     "GET_STATUS",
     "HEALTH",
@@ -114,5 +105,7 @@ __all__ = [
     "SYSTEM_STATS",
     "UPDATE_ENTITY",
     "UPLOAD",
+    "UPLOAD_FAMILIES",
     "VERSIONS",
+    "upload_formats_text",
 ]

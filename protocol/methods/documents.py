@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from protocol.methods.ingest import INGEST_TIMEOUT
 from protocol.schema import MethodSpec, array, boolean, integer, nullable, number, obj, open_object, string
 
 DOCUMENT_STATES = ["pending", "parsing", "analyzing", "processing", "processed", "failed"]
@@ -150,4 +151,8 @@ DELETE_DOCUMENTS_RESULT = obj(
 )
 
 LIST_DOCUMENTS = MethodSpec("documents/list", LIST_DOCUMENTS_PARAMS, LIST_DOCUMENTS_RESULT)
-DELETE_DOCUMENTS = MethodSpec("documents/delete", DELETE_DOCUMENTS_PARAMS, DELETE_DOCUMENTS_RESULT)
+DELETE_DOCUMENTS = MethodSpec(
+    "documents/delete", DELETE_DOCUMENTS_PARAMS, DELETE_DOCUMENTS_RESULT, mutates=True, timeout=INGEST_TIMEOUT
+)
+
+SPECS = (LIST_DOCUMENTS, DELETE_DOCUMENTS)

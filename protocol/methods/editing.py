@@ -80,4 +80,7 @@ UPDATE_ENTITY = MethodSpec(
         },
         closed=False,
     ),
+    mutates=True,
 )
+
+SPECS = (UPDATE_ENTITY,)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from protocol.methods.ingest import INGEST_TIMEOUT
 from protocol.schema import MethodSpec, array, boolean, integer, nullable, number, obj, open_object, string
 
 OUTPUT_FORMATS = ["json", "graphml", "gexf", "cypher", "mermaid"]
@@ -117,7 +118,7 @@ GET_GRAPH_RESULT = obj(
     closed=False,
 )
 
-GET_GRAPH = MethodSpec("graph/get", GET_GRAPH_PARAMS, GET_GRAPH_RESULT)
+GET_GRAPH = MethodSpec("graph/get", GET_GRAPH_PARAMS, GET_GRAPH_RESULT, timeout=INGEST_TIMEOUT)  # large exports
 
 # ---------------------------------------------------------------------------- graph/search_entities
 SEARCH_OPTIONS = obj(
@@ -234,3 +235,5 @@ ENTITY_RELATIONSHIPS_RESULT = obj(
 ENTITY_RELATIONSHIPS = MethodSpec(
     "graph/entity_relationships", ENTITY_RELATIONSHIPS_PARAMS, ENTITY_RELATIONSHIPS_RESULT
 )
+
+SPECS = (GET_GRAPH, SEARCH_ENTITIES, ENTITY_RELATIONSHIPS)

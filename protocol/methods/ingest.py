@@ -2,10 +2,43 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from protocol.schema import MethodSpec, array, boolean, integer, nullable, number, obj, open_object, string
 
 MAX_BASE64_CHARS = 100_000_000  # the byte limit itself is LIGHTRAG_MCP_MAX_FILE_MB, checked by the worker
 MAX_TEXT_CHARS = 5_000_000
+INGEST_TIMEOUT = 600.0  # seconds the front waits for an ingestion (or a large export or delete)
+
+
+
+@dataclass(frozen=True)
+class FormatFamily:
+    """A kind of document as users name it, and the worker's formats it covers (by their
+    `rag_worker.ingest.formats.DocFormat` value: the front does not import the worker)."""
+
+    label: str
+    formats: tuple[str, ...]
+
+
+#: What an upload may be, in the words of its tool description (a test checks the worker's table).
+UPLOAD_FAMILIES = (
+    FormatFamily("PDF or scan", ("pdf",)),
+    FormatFamily("image", ("png", "jpeg", "tiff")),
+    FormatFamily("Office or OpenDocument", ("docx", "pptx", "xlsx", "odt", "ods", "odp")),
+    FormatFamily("EPUB", ("epub",)),
+    FormatFamily("RTF", ("rtf",)),
+    FormatFamily("HTML", ("html",)),
+    FormatFamily("Markdown", ("markdown",)),
+    FormatFamily("text", ("text", "csv", "json")),
+    FormatFamily("code", ("code",)),
+)
+
+
+def upload_formats_text() -> str:
+    """'PDF or scan, image, …, code': the families an upload may be, for the tool description."""
+    return ", ".join(family.label for family in UPLOAD_FAMILIES)
+
 
 METADATA = {
     "type": "object",
@@ -69,6 +102,8 @@ UPLOAD = MethodSpec(
         required=["filename", "content"],
     ),
     INGEST_RESULT,
+    mutates=True,
+    timeout=INGEST_TIMEOUT,
 )
 
 INSERT_TEXT = MethodSpec(
@@ -83,6 +118,8 @@ INSERT_TEXT = MethodSpec(
         required=["text"],
     ),
     INGEST_RESULT,
+    mutates=True,
+    timeout=INGEST_TIMEOUT,
 )
 
 GLOBS = array(string(max_length=200), '.gitignore globs, e.g. ["*.py", "docs/**"]', max_items=50)
@@ -134,6 +171,8 @@ INSERT_FILE = MethodSpec(
         },
         closed=False,
     ),
+    mutates=True,
+    timeout=INGEST_TIMEOUT,
 )
 
 BATCH_ITEM = obj(
@@ -162,6 +201,8 @@ BATCH_PROCESS = MethodSpec(
         required=["items"],
     ),
     JOB_RESULT,
+    mutates=True,
+    timeout=INGEST_TIMEOUT,
 )
 
 GET_STATUS = MethodSpec(
@@ -187,3 +228,5 @@ GET_STATUS = MethodSpec(
         closed=False,
     ),
 )
+
+SPECS = (UPLOAD, INSERT_TEXT, GET_STATUS, INSERT_FILE, BATCH_PROCESS)

@@ -29,7 +29,9 @@ QUERY_PARAMS = obj(
         ),
         "top_k": integer("entities/relations", minimum=1, maximum=200, default=40),
         "chunk_top_k": integer("passages", minimum=1, maximum=100, default=10),
-        "cosine_threshold": number(maximum=1.0, default=0.2),
+        # Passages scoring below it are dropped; 0 keeps every passage LightRAG retrieved (its own
+        # vector search already applies COSINE_THRESHOLD, 0.2 by default).
+        "cosine_threshold": number(maximum=1.0, default=0.0),
         "max_tokens": integer("context budget", minimum=1000, maximum=128_000, default=30_000),
         "enable_rerank": boolean(default=False),
         "history_turns": integer(maximum=20, default=3),
@@ -94,3 +96,5 @@ QUERY_SIMPLE = MethodSpec(
     ),
     QUERY_RESULT,
 )
+
+SPECS = (QUERY, QUERY_SIMPLE, STREAM_QUERY)

@@ -1,4 +1,6 @@
-"""Control methods of the worker pipe, and the system tool methods (health, debug)."""
+"""Control methods of the worker pipe, and the system tool methods (health, debug).
+
+`CALL_CONTEXT` is the wire form of `protocol.context.CallContext`."""
 
 from __future__ import annotations
 
@@ -14,7 +16,6 @@ CALL_CONTEXT = obj(
             string(max_length=4096), "The client's MCP roots as local paths (tools that read the disk).", max_items=256
         ),
         "tool": string("The MCP tool name the call came in as (statistics, audit).", max_length=64),
-        "audit": boolean("The call changes the knowledge base: the worker appends it to the audit log."),
     },
     required=["workspace", "correlation_id"],
 )
@@ -110,6 +111,7 @@ DEBUG = MethodSpec(
     ),
     open_object(),
     debug_only=True,
+    mutates=True,
 )
 
 CACHE_TYPES = ["llm", "embedding", "query", "document", "graph", "all"]
@@ -135,6 +137,7 @@ CLEAR_CACHE = MethodSpec(
         },
         closed=False,
     ),
+    mutates=True,
 )
 
 STAT_CATEGORIES = ["queries", "documents", "performance", "memory", "storage", "restarts", "audit"]
@@ -170,3 +173,5 @@ SYSTEM_STATS = MethodSpec(
         closed=False,
     ),
 )
+
+SPECS = (PING, STATUS, SHUTDOWN, HEALTH, DEBUG, CLEAR_CACHE, SYSTEM_STATS)

@@ -29,14 +29,9 @@ from collections.abc import Callable
 from typing import Any
 
 from . import text_lexicon as lx
-from .text_entities import (
-    DEFAULT_MAX_ENTITIES,
-    DEFAULT_MAX_RECORDS,
-    ExtractionResult,
-    extract,
-    extract_query_keywords,
-    merge_descriptions,
-)
+from .text_entities import DEFAULT_MAX_ENTITIES, DEFAULT_MAX_RECORDS, ExtractionResult, extract
+from .text_query import extract_query_keywords
+from .text_sentences import merge_descriptions
 
 logger = logging.getLogger(__name__)
 

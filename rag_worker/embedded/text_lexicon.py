@@ -1,6 +1,6 @@
 """Word lists used by the built-in, model-free entity extractor.
 
-Kept apart from the extraction logic so the heuristics in ``text_entities`` stay
+Kept apart from the extraction logic so the heuristics in the ``text_*`` modules stay
 readable. Every list is lowercase and frozen: lookups are ``word.lower() in SET``.
 The lists are deliberately small — they only need to catch the common cases that
 decide an entity's type or stop a function word from becoming an entity.

@@ -1,11 +1,8 @@
-"""Sentence-level text utilities of the built-in extractor.
+"""Entity mentions in one sentence: the built-in extractor's scanner.
 
-``clean_inline`` strips Markdown inline markup, ``split_sentences`` splits prose,
-and ``scan_sentence`` finds the entity mentions in one sentence: code identifiers
-first (they are masked so their parts are not read again as names), then runs of
-capitalised words, each classified by suffixes, a small gazetteer and the words
-around it. ``extract_query_keywords`` applies the same scan to a search query, and
-``merge_descriptions`` is the deterministic stand-in for LLM description summaries.
+``scan_sentence`` finds code identifiers first (they are masked so their parts are not
+read again as names), then runs of capitalised words, each classified by suffixes, a
+small gazetteer and the words around it.
 """
 
 from __future__ import annotations
@@ -29,21 +26,6 @@ class Mention:
     tentative: bool = False  # sentence-initial single word, kept only if confirmed
 
 
-_IMAGE_RE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_LINK_RE = re.compile(r"\[([^\]]+)\]\((?:[^)(]|\([^)]*\))*\)")
-_REF_LINK_RE = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
-_HTML_TAG_RE = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
-_STRONG_RE = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_EM_STAR_RE = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
-_EM_UNDERSCORE_RE = re.compile(r"(?<![\w_])_(?=\S)([^_\n]+?)(?<=\S)_(?![\w_])")
-_STRIKE_RE = re.compile(r"~~(.+?)~~")
-
-_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?…])\s+(?=[\"'“‘(\[`*_]?[^\W_a-z])|(?<=[。！？])")
-_ABBREVIATION_END_RE = re.compile(
-    r"(?:\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|Sr|Jr|St|Mt|vs|No|Fig|Eq|approx|cf|e\.g|i\.e)|\b[A-Z])\.$"
-)
-_LONG_SENTENCE = 600
-
 _BACKTICK_RE = re.compile(r"`([^`\n]{1,120})`")
 _URL_RE = re.compile(r"\b(?:https?://|www\.)[^\s<>\"')\]]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _IDENT_RE = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->|/)[A-Za-z_$][\w$-]*)*")
@@ -56,9 +38,6 @@ _SNAKE_RE = re.compile(r"\b_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
 _CAMEL_LOWER_RE = re.compile(r"\b[a-z]+[0-9]*(?:[A-Z][a-z0-9]*)+\b")
 _EMPTY_CALL_RE = re.compile(r"\b[A-Za-z_]\w*(?=\(\))")
 
-_WORD_RE = re.compile(r"[^\W\d_][\w'’-]*")
-_PHRASE_TOKEN_RE = re.compile(r"[^\W_][\w'’-]*|[^\w\s]+")  # words, and punctuation that ends a phrase
-_QUOTED_RE = re.compile(r'"([^"]{2,60})"|“([^”]{2,60})”')
 _TOKEN_RE = re.compile(r"[^\W_][\w'’&-]*(?:\.[^\W_][\w-]*)*")
 _TITLE_BEFORE_RE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|Professor|Sir|Dame)\.?\s+$")
 _BY_BEFORE_RE = re.compile(
@@ -79,50 +58,6 @@ _AFTER_ROLE_RE = re.compile(
     r"^\s*(?:,\s*(?:who\s+(?:is|was)\s+)?|\s+(?:is|was|as)\s+)(?:an?|the|our|their|its)\s+"
     r"((?:[\w-]+\s+){0,3}[\w-]+)"
 )
-
-
-def clean_inline(text: str) -> str:
-    """Remove Markdown/HTML inline markup and collapse whitespace (backticks stay)."""
-    text = _IMAGE_RE.sub(r"\1", text)
-    text = _LINK_RE.sub(r"\1", text)
-    text = _REF_LINK_RE.sub(r"\1", text)
-    text = _HTML_TAG_RE.sub(" ", text)
-    text = _STRONG_RE.sub(r"\2", text)
-    text = _EM_STAR_RE.sub(r"\1", text)
-    text = _EM_UNDERSCORE_RE.sub(r"\1", text)
-    text = _STRIKE_RE.sub(r"\1", text)
-    return " ".join(text.split())
-
-
-def ends_sentence(text: str) -> bool:
-    """Whether ``text`` ends a sentence (closing punctuation that is not an abbreviation)."""
-    text = text.rstrip(" \"'”’)]")
-    return bool(text) and text[-1] in ".!?…。！？" and not _ABBREVIATION_END_RE.search(text)
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split prose into sentences; abbreviations and initials do not end one."""
-    pieces: list[str] = []
-    for piece in _SENTENCE_SPLIT_RE.split(text):
-        piece = piece.strip()
-        if not piece:
-            continue
-        if pieces and _ABBREVIATION_END_RE.search(pieces[-1]):
-            pieces[-1] = f"{pieces[-1]} {piece}"
-        else:
-            pieces.append(piece)
-    out: list[str] = []
-    for sentence in pieces:
-        # Run-on text (no punctuation, or scripts without spaces) is windowed so
-        # that "same sentence" still means "close together".
-        while len(sentence) > _LONG_SENTENCE:
-            cut = sentence.rfind(" ", _LONG_SENTENCE // 2, _LONG_SENTENCE)
-            cut = cut if cut > 0 else _LONG_SENTENCE
-            out.append(sentence[:cut].strip())
-            sentence = sentence[cut:].strip()
-        if sentence:
-            out.append(sentence)
-    return out
 
 
 def _last(tokens: list[str]) -> str:
@@ -310,105 +245,3 @@ def scan_sentence(sentence: str, query_mode: bool = False) -> list[Mention]:
         mentions.append(Mention(start, name, category, strength, group, tentative))
     mentions.sort(key=lambda m: m.start)
     return mentions
-
-
-def bounded(text: str, limit: int) -> str:
-    """Cut ``text`` at a word boundary so it is at most ``limit`` characters."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    if space > limit // 2:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:") + "…"
-
-
-def _content_phrases(text: str, exclude: set[str]) -> list[str]:
-    """Runs of consecutive content words ("secret launch code"), at most four words each."""
-    phrases: list[str] = []
-    current: list[str] = []
-    for match in _PHRASE_TOKEN_RE.finditer(text):
-        word = match.group(0).strip("'’-")
-        low = word.lower()
-        content = (word[:1].isalnum() and len(word) >= 2 and low not in lx.QUERY_STOPWORDS
-                   and low not in exclude)
-        if (not content or len(current) == 4) and current:
-            phrases.append(" ".join(current))
-            current = []
-        if content:
-            current.append(low)
-    if current:
-        phrases.append(" ".join(current))
-    return phrases
-
-
-def extract_query_keywords(query: str, limit: int = 8) -> tuple[list[str], list[str]]:
-    """Split a search query into ``(high_level, low_level)`` keyword lists.
-
-    Low level: names, identifiers and quoted phrases in the query (the entity
-    index is searched with them), else its content-word phrases. High level: its
-    topic phrases and words (searched against relations). Neither list is empty
-    for a query with any visible character.
-    """
-    text = " ".join(query.split())
-    if not text:
-        return [], []
-    low: list[str] = []
-    for sentence in split_sentences(clean_inline(text)):
-        low.extend(m.name for m in scan_sentence(sentence, query_mode=True))
-    # Quoted phrases are what the user wants matched literally.
-    low.extend(a or b for a, b in _QUOTED_RE.findall(text))
-    name_words = {w.casefold() for name in low for w in re.split(r"[\s_.]+", name) if w}
-    name_words |= {w.casefold() for name in low for w in name.split()}
-    phrases = _content_phrases(text, name_words)
-    words = [w for phrase in phrases for w in phrase.split()]
-    high = [p for p in phrases if " " in p] + [w for w in words if len(w) >= 3]
-    if not low:
-        low = phrases[:]
-    if not high:
-        high = low[:]
-    if not low:  # only stopwords or symbols: fall back to the words, then the text
-        low = _WORD_RE.findall(text) or [text[:100]]
-    if not high:
-        high = [w.lower() for w in low]
-    return _dedupe(high)[:limit], _dedupe(low)[:limit]
-
-
-def _dedupe(items: list[str]) -> list[str]:
-    seen: set[str] = set()
-    out: list[str] = []
-    for item in items:
-        item = item.strip()
-        if item and item.casefold() not in seen:
-            seen.add(item.casefold())
-            out.append(item)
-    return out
-
-
-def merge_descriptions(descriptions: list[str], max_chars: int = 1600) -> str:
-    """Merge description fragments into one bounded text, deterministically.
-
-    Sentences are deduplicated case-insensitively and taken round-robin (the
-    first sentence of every fragment, then the second ones, ...) so that each
-    fragment contributes before the length bound cuts anything off.
-    """
-    queues = [split_sentences(" ".join(d.split())) for d in descriptions if d and d.strip()]
-    kept: list[str] = []
-    seen: set[str] = set()
-    total = 0
-    depth = max((len(q) for q in queues), default=0)
-    for round_index in range(depth):
-        for queue in queues:
-            if round_index >= len(queue):
-                continue
-            sentence = queue[round_index]
-            norm = " ".join(sentence.casefold().split()).rstrip(".")
-            if not norm or norm in seen:
-                continue
-            if kept and total + len(sentence) + 1 > max_chars:
-                continue  # a shorter sentence later may still fit
-            seen.add(norm)
-            kept.append(sentence)
-            total += len(sentence) + 1
-    return bounded(" ".join(kept), max_chars)

@@ -26,10 +26,10 @@ class GraphFilters:
     def from_options(cls, options: dict[str, Any]) -> GraphFilters:
         """From a call's `graph_options`."""
         return cls(
-            min_degree=int(options.get("min_degree") or 0),
+            min_degree=int(options["min_degree"]),
             entity_types=folded(options.get("entity_types")),
             relationship_types=folded(options.get("relationship_types")),
-            min_weight=float(options.get("min_weight") or 0.0),
+            min_weight=float(options["min_weight"]),
         )
 
     def node_ok(self, snapshot: GraphSnapshot, name: str) -> bool:

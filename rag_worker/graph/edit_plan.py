@@ -85,7 +85,7 @@ async def resolve(graph: Any, name: str) -> str | None:
 
     if await graph.has_node(name):
         return name
-    normalized = normalize_entity_name(name)
+    normalized: str = normalize_entity_name(name)  # lightrag ships no py.typed: Any to mypy
     if normalized and normalized != name and await graph.has_node(normalized):
         return normalized
     return None
@@ -106,19 +106,19 @@ async def plan_update(rag: Any, args: dict[str, Any]) -> EditPlan:
 
     graph = rag.chunk_entity_relation_graph
     updates = args.get("updates") or {}
-    options = args.get("update_options") or {}
+    options = args["update_options"]
     requested = check_text(args["entity_id"].strip(), "entity_id")
     if SEPARATOR in requested:
         raise invalid(f"Entity names cannot contain {SEPARATOR}.")
-    create = bool(options.get("create_if_missing"))
+    create = bool(options["create_if_missing"])
     resolved = await resolve(graph, requested)
     if resolved is None and not create:
         raise await _not_found(graph, requested, ErrorCode.ENTITY_NOT_FOUND, "Entity")
     name = resolved or normalize_entity_name(requested)
     if not name:
         raise invalid("entity_id is empty once normalized.")
-    plan = EditPlan(name=name, exists=resolved is not None, append=options.get("merge_mode") == "append")
-    plan.allow_merge = bool(options.get("allow_merge"))
+    plan = EditPlan(name=name, exists=resolved is not None, append=options["merge_mode"] == "append")
+    plan.allow_merge = bool(options["allow_merge"])
 
     wanted = [key for key, value in updates.items() if value not in (None, "", [], {})]
     if not wanted and not args.get("merge_entities") and plan.exists:

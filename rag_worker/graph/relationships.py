@@ -32,9 +32,9 @@ class RelationFilters:
         """From a call's `relationship_filters`."""
         return cls(
             relationship_types=folded(filters.get("relationship_types")),
-            direction=str(filters.get("direction") or "both"),
+            direction=str(filters["direction"]),
             target_types=folded(filters.get("target_entity_types")),
-            min_weight=float(filters.get("min_weight") or 0.0),
+            min_weight=float(filters["min_weight"]),
         )
 
     def follows(self, edge: Edge, origin: str) -> bool:

@@ -8,7 +8,9 @@ from typing import Any
 import anyio
 
 from protocol import ErrorCode, RagError
+from protocol import methods as m
 from rag_worker.context import RequestContext
+from rag_worker.dispatch import handles
 from rag_worker.operations.backups import write_backup
 from rag_worker.operations.deletion import (
     DELETE_WAIT_SECONDS,
@@ -34,9 +36,10 @@ from rag_worker.operations.listing import (
     select_documents,
 )
 from rag_worker.storage.catalog import state_of
-from rag_worker.storage.engine import Workspace
+from rag_worker.storage.workspace import Workspace
 
 
+@handles(m.LIST_DOCUMENTS)
 async def list_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_list_documents`: filter, sort and page documents; statistics of the workspace."""
     request = parse_list_request(args)
@@ -51,10 +54,11 @@ async def list_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[str,
 Target = tuple[str, dict[str, Any]]  # (id as requested, status row)
 
 
+@handles(m.DELETE_DOCUMENTS)
 async def delete_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_delete_documents`: per-id outcomes; raises only when every id failed alike."""
     started = time.perf_counter()
-    options = DeleteOptions.from_args(args.get("delete_options"))
+    options = DeleteOptions.from_args(args["delete_options"])
     requested = list(dict.fromkeys(str(doc_id).strip() for doc_id in args["document_ids"]))
     ws = await ctx.state.engines.get(ctx.workspace)
     budget = min(DELETE_WAIT_SECONDS, float(ctx.state.settings.wait_seconds))

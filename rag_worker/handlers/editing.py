@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocol import methods as m
 from rag_worker.context import RequestContext
+from rag_worker.dispatch import handles
 from rag_worker.graph.edit_plan import RESERVED_ATTRIBUTES, SEPARATOR
 from rag_worker.graph.entity_update import SUMMARY_TEXT, EditOutcome, edit_lock
 from rag_worker.graph.entity_update import update_entity as apply_update
@@ -15,6 +17,7 @@ REBUILD_WARNING = (
 )
 
 
+@handles(m.UPDATE_ENTITY)
 async def update_entity(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_update_entity`."""
     ws = await ctx.state.engines.get(ctx.workspace)

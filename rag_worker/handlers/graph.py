@@ -14,8 +14,10 @@ from typing import Any
 import orjson
 
 from protocol import ErrorCode, RagError
+from protocol import methods as m
 from protocol.methods.graph import MAX_REGEX_CHARS
 from rag_worker.context import RequestContext
+from rag_worker.dispatch import handles
 from rag_worker.graph import messages
 from rag_worker.graph.browse import GraphFilters, Selection, select_neighbourhood, select_whole
 from rag_worker.graph.exports import EXTENSIONS, edge_record, json_safe, mermaid_warnings, node_record, render
@@ -58,15 +60,15 @@ async def _not_found(ctx: RequestContext, snapshot: GraphSnapshot, name: str) ->
 
 
 # ------------------------------------------------------------------------------ graph/get
+@handles(m.GET_GRAPH)
 async def get_graph(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_get_graph` (alias `lightrag_visualize_subgraph`)."""
     started = time.perf_counter()
-    output_format = str(args.get("output_format") or "json")
-    options = dict(args.get("graph_options") or {})
+    output_format = str(args["output_format"])
+    options = args["graph_options"]
     filters = GraphFilters.from_options(options)
-    max_nodes, max_edges = int(args.get("max_nodes", 200)), int(args.get("max_edges", 500))
-    max_depth = int(args.get("max_depth", 2))
-    include_properties = bool(args.get("include_properties", True))
+    max_nodes, max_edges, max_depth = int(args["max_nodes"]), int(args["max_edges"]), int(args["max_depth"])
+    include_properties = bool(args["include_properties"])
     ws = await ctx.state.engines.get(ctx.workspace)
     snapshot = await read_snapshot(ctx, ws.rag)
     await ctx.progress(1, 4, "graph read")
@@ -78,7 +80,7 @@ async def get_graph(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]
         selection = await _select(ctx, ws, snapshot, args, filters, scope, max_depth, max_nodes, max_edges)
     statistics = await ctx.run_cpu(graph_statistics, snapshot, selection)
     await ctx.progress(2, 4, "statistics computed")
-    direction = str(options.get("mermaid_direction") or "LR")
+    direction = str(options["mermaid_direction"])
     text = await ctx.run_cpu(render, output_format, snapshot, selection, include_properties, direction)
     await ctx.progress(3, 4, f"{output_format} built")
     result: dict[str, Any] = {
@@ -162,7 +164,7 @@ async def _select(
             raise await _not_found(ctx, snapshot, label)
     if query:
         hits = await _query_centers(
-            ctx, ws, snapshot, query, int((args.get("graph_options") or {}).get("max_seed_entities", 5))
+            ctx, ws, snapshot, query, int(args["graph_options"]["max_seed_entities"])
         )
         scope["query"] = query
         scope["query_entities"] = hits
@@ -238,19 +240,20 @@ def _pagination(offset: int, limit: int, returned: int, total: int) -> dict[str,
 
 
 # -------------------------------------------------------------------- graph/search_entities
+@handles(m.SEARCH_ENTITIES)
 async def search_entities(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_search_entities`."""
     started = time.perf_counter()
-    options = dict(args.get("search_options") or {})
+    options = args["search_options"]
     request = SearchRequest(
         query=str(args["query"]),
-        search_type=str(options.get("search_type") or "fuzzy"),
+        search_type=str(options["search_type"]),
         fields=tuple(options.get("search_fields") or ["name"]),
         entity_types=folded(options.get("entity_types")),
-        case_sensitive=bool(options.get("case_sensitive", False)),
+        case_sensitive=bool(options["case_sensitive"]),
         min_score=float(options["min_score"]) if options.get("min_score") is not None else None,
     )
-    limit, offset = int(args.get("limit", 20)), int(args.get("offset", 0))
+    limit, offset = int(args["limit"]), int(args["offset"])
     if request.search_type == "regex":
         compile_pattern(request.query, request.case_sensitive, MAX_REGEX_CHARS)  # bad patterns fail before any work
     ws = await ctx.state.engines.get(ctx.workspace)
@@ -318,6 +321,7 @@ async def search_entities(ctx: RequestContext, args: dict[str, Any]) -> dict[str
 
 
 # --------------------------------------------------------------- graph/entity_relationships
+@handles(m.ENTITY_RELATIONSHIPS)
 async def entity_relationships(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_get_entity_relationships` (alias `lightrag_get_entity`)."""
     ws = await ctx.state.engines.get(ctx.workspace)
@@ -331,9 +335,9 @@ async def entity_relationships(ctx: RequestContext, args: dict[str, Any]) -> dic
                 suggested_action="Upload documents with upload_to_lightrag first.",
             )
         raise await _not_found(ctx, snapshot, str(args["entity_id"]))
-    filters = RelationFilters.from_arguments(dict(args.get("relationship_filters") or {}))
-    max_depth = int(args.get("max_depth", 1))
-    limit, offset = int(args.get("limit", 50)), int(args.get("offset", 0))
+    filters = RelationFilters.from_arguments(args["relationship_filters"])
+    max_depth = int(args["max_depth"])
+    limit, offset = int(args["limit"]), int(args["offset"])
     found = await ctx.run_cpu(walk, snapshot, name, filters, max_depth)
     page = found.hops[offset : offset + limit]
     documents = await source_documents(ws.catalog, {name: snapshot.nodes[name]})

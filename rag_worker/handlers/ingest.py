@@ -8,30 +8,23 @@ from pathlib import Path
 from typing import Any
 
 from protocol import ErrorCode, RagError
+from protocol import methods as m
 from rag_worker.context import RequestContext
-from rag_worker.ingest import (
-    BYTES_PER_MB,
-    FORMATS,
-    DocFormat,
-    ExtractedDocument,
-    data_url_mime,
-    decode_base64,
-    detect_format,
-    extract_isolated,
-    normalize_mime,
-    sanitize_filename,
-    validate_metadata,
-)
-from rag_worker.ingest.isolation import EXTRACTION_TIMEOUT_S
+from rag_worker.dispatch import handles
+from rag_worker.ingest.detection import detect_format
+from rag_worker.ingest.extracted import ExtractedDocument
+from rag_worker.ingest.formats import FORMATS, DocFormat, normalize_mime
+from rag_worker.ingest.isolation import EXTRACTION_TIMEOUT_S, extract_isolated
+from rag_worker.ingest.metadata import validate_metadata
 from rag_worker.ingest.paths import AllowedRoots, FolderRules, document_name, walk_folder
+from rag_worker.ingest.validation import BYTES_PER_MB, data_url_mime, decode_base64, sanitize_filename
 from rag_worker.operations.batches import load_source, text_source
 from rag_worker.operations.indexing import describe_document, describe_ingest, index_document, still_indexing
 from rag_worker.operations.jobs import Job, JobItem, job_view
 from rag_worker.storage.catalog import SourceDocument, status_counts
-from rag_worker.storage.engine import Workspace
+from rag_worker.storage.workspace import Workspace
 
 FOLDER_CONCURRENCY = 2  # files read and parsed at once in a folder run (LightRAG indexes one by one)
-BATCH_CONCURRENCY = 3
 CANCEL_WAIT_S = 10.0
 
 
@@ -63,6 +56,7 @@ def _stored_mime(fmt: DocFormat, declared: str | None) -> str:
     return FORMATS[fmt].canonical_mime
 
 
+@handles(m.UPLOAD)
 async def upload(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`upload_to_lightrag`: validate, extract text, index (SPEC §4 Ingestion)."""
     filename = sanitize_filename(args["filename"])
@@ -87,6 +81,7 @@ async def upload(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+@handles(m.INSERT_TEXT)
 async def insert_text(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_insert_text`: index text under a title (a new text under the same title replaces it)."""
     source = text_source(
@@ -95,6 +90,7 @@ async def insert_text(ctx: RequestContext, args: dict[str, Any]) -> dict[str, An
     return await index_document(ctx, source)
 
 
+@handles(m.INSERT_FILE)
 async def insert_file(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_insert_file`: a file (indexed like an upload) or a folder (a background folder run)."""
     settings = ctx.state.settings
@@ -106,7 +102,7 @@ async def insert_file(ctx: RequestContext, args: dict[str, Any]) -> dict[str, An
         "processing_options": args.get("processing_options"),
         "max_file_mb": max_mb,
         "max_concurrent": FOLDER_CONCURRENCY,
-        "remove_missing": bool(args.get("remove_missing", False)),
+        "remove_missing": bool(args["remove_missing"]),
     }
     metadata = validate_metadata(args.get("metadata"))
     extensions = [ext.lower().lstrip(".") for ext in validation.get("allowed_extensions") or []]
@@ -120,8 +116,8 @@ async def insert_file(ctx: RequestContext, args: dict[str, Any]) -> dict[str, An
     rules = FolderRules(
         include=[*(args.get("include") or []), *(f"*.{ext}" for ext in extensions)],
         exclude=args.get("exclude") or [],
-        use_gitignore=bool(args.get("use_gitignore", True)),
-        recursive=bool(args.get("recursive", True)),
+        use_gitignore=bool(args["use_gitignore"]),
+        recursive=bool(args["recursive"]),
         max_file_bytes=int(max_mb * BYTES_PER_MB),
         max_files=settings.max_folder_files,
     )
@@ -143,6 +139,7 @@ async def insert_file(ctx: RequestContext, args: dict[str, Any]) -> dict[str, An
     return await _run_job(ctx, job)
 
 
+@handles(m.BATCH_PROCESS)
 async def batch_process(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_batch_process`: files, texts and URLs in one background batch."""
     items = []
@@ -152,8 +149,7 @@ async def batch_process(ctx: RequestContext, args: dict[str, Any]) -> dict[str, 
         except RagError as exc:
             raise RagError(exc.code, f"items/{index}: {exc.message}", suggested_action=exc.suggested_action) from None
         items.append(JobItem(index, raw["item_type"], raw["content"], raw.get("title"), metadata))
-    options = dict(args.get("batch_options") or {})
-    options.setdefault("max_concurrent", BATCH_CONCURRENCY)
+    options = dict(args["batch_options"])
     options["processing_options"] = args.get("processing_options")
     job = Job.new("batch", ctx.workspace, options, list(ctx.roots), items)
     return await _run_job(ctx, job)
@@ -184,12 +180,13 @@ async def _run_job(ctx: RequestContext, job: Job) -> dict[str, Any]:
     return job_view(runner.load(ctx.workspace, job.id) or job)
 
 
+@handles(m.GET_STATUS)
 async def get_status(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_get_status`: a batch's progress (or cancel it), or per-document state for a track id or ids."""
     ws = await ctx.state.engines.get(ctx.workspace)
     if args.get("batch_id"):
-        return await _batch_status(ctx, ws, str(args["batch_id"]), bool(args.get("cancel")))
-    if args.get("cancel"):
+        return await _batch_status(ctx, ws, str(args["batch_id"]), bool(args["cancel"]))
+    if args["cancel"]:
         raise RagError(ErrorCode.INVALID_PARAMETER, "cancel needs the batch_id of the batch to stop.")
     rows: dict[str, Any] = {}
     if args.get("track_id"):

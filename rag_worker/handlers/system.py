@@ -12,15 +12,38 @@ from typing import Any
 import anyio
 
 from config.bindings import resolve_bindings
+from config.reporting import iso, stats_request
 from config.storages import resolve_storages, storage_summary
 from protocol import ErrorCode, RagError
+from protocol import methods as m
+from rag_worker.bindings import describe
 from rag_worker.context import RequestContext
+from rag_worker.dispatch import handles
+from rag_worker.graph.entity_update import edit_lock
+from rag_worker.operations.caches import CACHE_TYPES, clear, measure
+from rag_worker.operations.diagnostics import (
+    directory_usage,
+    document_stats,
+    knowledge_base_counts,
+    probe_embedding,
+    probe_llm,
+    probe_storages,
+    read_audit,
+)
+from rag_worker.operations.limits import document_usage, quota_limits
 from rag_worker.storage.engine import describe_holder
 from rag_worker.storage.errors import seconds_since_failure
 
 log = logging.getLogger("rag_worker.system")
 
 
+@handles(m.PING)
+async def ping(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Answered on the event loop itself (the endpoint short-cuts it): a stuck loop misses pings."""
+    return ctx.state.ping()
+
+
+@handles(m.STATUS)
 async def status(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
     stats = state.limiter.statistics()
@@ -37,6 +60,7 @@ async def status(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@handles(m.SHUTDOWN)
 async def shutdown(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Close every workspace, then end the process once the answer is out."""
     await ctx.state.close()
@@ -61,13 +85,12 @@ NO_LLM_HEALTH_NOTE = (
 
 def configuration_summary(settings: Any) -> dict[str, Any]:
     """What is configured, safe to show: models and storages, never keys or paths."""
-    from rag_worker.bindings import describe
-
     summary = describe(resolve_bindings(settings))
     summary["storages"] = resolve_storages(settings).as_dict()
     return summary
 
 
+@handles(m.HEALTH)
 async def health(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
     result: dict[str, Any] = {
@@ -85,16 +108,14 @@ async def health(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     }
     _storage_state(state, result)
     _workspace_lock_state(ctx, result)
-    if args.get("include_detailed"):
+    if args["include_detailed"]:
         result["components"]["configuration"] = configuration_summary(state.settings)
         result["components"]["memory"] = {"worker_rss_mb": state.rss_mb()}
-        if not args.get("check_dependencies"):
+        if not args["check_dependencies"]:
             result["components"]["llm"] = _llm_configured(state.settings)
-    if args.get("check_dependencies"):
+    if args["check_dependencies"]:
         await _check_dependencies(ctx, result)
-    if args.get("include_detailed") or args.get("check_dependencies"):
-        from rag_worker.operations.diagnostics import knowledge_base_counts
-
+    if args["include_detailed"] or args["check_dependencies"]:
         result["statistics"] = await knowledge_base_counts(await state.engines.get(ctx.workspace))
     return result
 
@@ -149,8 +170,6 @@ def _llm_configured(settings: Any) -> dict[str, Any]:
 async def _check_dependencies(ctx: RequestContext, result: dict[str, Any]) -> None:
     """Open the caller's workspace and time one cheap call to each storage, the embedding
     model and the LLM endpoint; any failure makes the report degraded."""
-    from rag_worker.operations.diagnostics import probe_embedding, probe_llm, probe_storages
-
     state = ctx.state
     started = time.perf_counter()
     ws = await state.engines.get(ctx.workspace)
@@ -180,10 +199,11 @@ async def _check_dependencies(ctx: RequestContext, result: dict[str, Any]) -> No
         result["notes"].append(f"Not working: {', '.join(failing)} (see components).")
 
 
+@handles(m.DEBUG)
 async def debug(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """Fault injection for the test suite (served only with LIGHTRAG_MCP_DEBUG_METHODS=1)."""
     action = args["action"]
-    seconds = float(args.get("seconds") or 0)
+    seconds = float(args["seconds"])
     if action == "sleep":
         await ctx.progress(0, 1, "sleeping")
         await anyio.sleep(seconds)
@@ -194,12 +214,12 @@ async def debug(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
         time.sleep(seconds)  # deliberately blocks the loop: the supervisor must see a hang
     elif action == "print":
         # What a chatty library does: write to stdout. The guard must route it to stderr.
-        sys.stdout.write((args.get("text") or "stray output from a library") + "\n")
+        sys.stdout.write((args["text"] or "stray output from a library") + "\n")
         sys.stdout.flush()
     elif action == "garbage":
         # Straight onto the protocol pipe: the front must skip these lines and keep serving.
         await ctx.state.send_raw(b"this is not json\n{\"jsonrpc\": \"2.0\"}\n")
-        await ctx.state.send_raw(b"x" * int(args.get("size") or 0) + b"\n")
+        await ctx.state.send_raw(b"x" * int(args["size"]) + b"\n")
     elif action == "crash":
         os._exit(17)
     elif action == "close_stdout":
@@ -211,8 +231,8 @@ async def debug(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, fds.write_fd)
         os.close(devnull)
-    padding = "z" * int(args.get("size") or 0) if action == "echo" else ""
-    return {"action": action, "pid": os.getpid(), "echo": args.get("text", "") + padding}
+    padding = "z" * int(args["size"]) if action == "echo" else ""
+    return {"action": action, "pid": os.getpid(), "echo": args["text"] + padding}
 
 
 def _spin(seconds: float) -> None:
@@ -221,12 +241,10 @@ def _spin(seconds: float) -> None:
         pass
 
 
+@handles(m.CLEAR_CACHE)
 async def clear_cache(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_clear_cache`: sizes before, clear, sizes after (see rag_worker/operations/caches.py)."""
-    from lightrag.kg.shared_storage import get_namespace_data
-
-    from rag_worker.graph.entity_update import edit_lock
-    from rag_worker.operations.caches import CACHE_TYPES, clear, measure
+    from lightrag.kg.shared_storage import get_namespace_data  # deferred: LightRAG is imported once, off the loop
 
     started = time.perf_counter()
     requested = set(args["cache_types"])
@@ -261,13 +279,10 @@ async def clear_cache(ctx: RequestContext, args: dict[str, Any]) -> dict[str, An
     }
 
 
+@handles(m.SYSTEM_STATS)
 async def system_stats(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_get_system_stats`, the worker's share: documents, storage, worker memory and
     the audit log of the caller's workspace (the front adds call statistics and restarts)."""
-    from config.reporting import iso, stats_request
-    from rag_worker.operations.diagnostics import directory_usage, document_stats, read_audit
-    from rag_worker.operations.limits import document_usage, quota_limits
-
     start, end, categories = stats_request(args)
     ws = await ctx.state.engines.get(ctx.workspace)
     directory = ctx.state.engines.workspace_dir(ws.name)
@@ -284,5 +299,5 @@ async def system_stats(ctx: RequestContext, args: dict[str, Any]) -> dict[str, A
     if "memory" in categories:
         result["memory"] = {"worker_rss_mb": ctx.state.rss_mb()}
     if "audit" in categories:
-        result["audit"] = await ctx.run_cpu(read_audit, directory, start, end, int(args.get("audit_limit") or 50))
+        result["audit"] = await ctx.run_cpu(read_audit, directory, start, end, int(args["audit_limit"]))
     return result

@@ -16,7 +16,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode, RagError
 
-from .document import DocumentBuilder, ExtractedDocument
+from .extracted import DocumentBuilder, ExtractedDocument
 from .text import require_text
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from typing import Any
 
 from protocol.errors import RagError
 
-from .document import DocumentBuilder, ExtractedDocument
+from .extracted import DocumentBuilder, ExtractedDocument
 from .failures import Failure, refuse
 from .html_text import extract_html
 from .xml_parts import local_name, parse_xml

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .data_files import extract_csv, extract_json
-from .document import ExtractedDocument
 from .epub import extract_epub
+from .extracted import ExtractedDocument
 from .formats import DocFormat
 from .html_text import extract_html
 from .images import extract_image

@@ -1,9 +1,10 @@
-"""Which document format an upload is: its extension, declared MIME type and bytes must agree.
+"""The document formats this server reads: one table, `FORMATS`, and the names derived from it.
 
-One table, `FORMATS`, says for each format its extensions, the MIME types that may declare it
+`FORMATS` says for each format its extensions, the MIME types that may declare it
 (with the aliases clients really send), the type stored with the document, and how to
 recognise its content.  Adding a format means adding a `DocFormat` member, a `FormatSpec`
-row and an extractor in `extract_document`.
+row and an extractor in `extract_document`.  Deciding which format an upload is, from its
+extension, declared type and bytes, is `detection.detect_format`.
 """
 
 from __future__ import annotations
@@ -12,15 +13,8 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from protocol.errors import RagError
-
-from . import source_code
-from .failures import Failure, refuse
-from .html_text import decode_html, is_html_page, looks_like_html
-from .legacy_office import describe_ole2, is_ole2, legacy_failure
+from .html_text import looks_like_html
 from .magic import (
-    OTHER_SIGNATURES,
-    PDF_MAGIC,
     looks_like_jpeg,
     looks_like_json,
     looks_like_pdf,
@@ -28,10 +22,10 @@ from .magic import (
     looks_like_text,
     looks_like_tiff,
 )
-from .ooxml import OfficeKind, is_office_kind, office_kind
+from .ooxml import OfficeKind, is_office_kind
 from .rtf import looks_like_rtf
-from .text import decode_text
-from .zip_packages import PackageKind, is_package_kind, package_kind
+from .source_code import LANGUAGES, MIME_TYPES
+from .zip_packages import PackageKind, is_package_kind
 
 # Declared types that mean "I don't know": the extension and the bytes decide.
 UNKNOWN_MIME_TYPES = frozenset({"application/octet-stream", "binary/octet-stream", "application/unknown"})
@@ -256,8 +250,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
         FormatSpec(
             DocFormat.CODE,
             "source code",
-            tuple(source_code.LANGUAGES),
-            source_code.MIME_TYPES,
+            tuple(LANGUAGES),
+            MIME_TYPES,
             looks_like_text,
             is_text=True,
             canonical_mime="text/plain",
@@ -303,6 +297,11 @@ FORMATS: dict[DocFormat, FormatSpec] = {
 _BY_EXTENSION = {ext: spec for spec in FORMATS.values() for ext in spec.extensions}
 
 
+def spec_for_extension(ext: str) -> FormatSpec | None:
+    """The format a lower-cased extension (`.pdf`) names, if this server reads it."""
+    return _BY_EXTENSION.get(ext)
+
+
 def supported_extensions(*, walked_only: bool = False) -> frozenset[str]:
     """Every extension this server indexes (`.pdf`, `.md`, `.py`, ...); `walked_only`: those a
     folder walk takes unasked."""
@@ -333,108 +332,3 @@ def extension_of(filename: str) -> str:
     """The lower-cased extension with its dot (`.pdf`), or "" when the name has none."""
     dot = filename.rfind(".")
     return filename[dot:].lower() if dot > 0 else ""
-
-
-def describe_content(data: bytes) -> str:
-    """What the bytes look like, for messages: "a PDF", "a Word document (DOCX)", "text", "binary data"."""
-    if data.startswith(PDF_MAGIC):
-        return "a PDF"
-    kind = office_kind(data) or package_kind(data)
-    if kind is not None:
-        return FORMATS[DocFormat(kind)].noun
-    if is_ole2(data):
-        return describe_ole2(data)
-    for signature, description in OTHER_SIGNATURES:
-        if data.startswith(signature):
-            return description
-    if decode_text(data) is not None:
-        text = decode_html(data)
-        return "an HTML page" if text is not None and is_html_page(text) else "text"
-    if looks_like_pdf(data):
-        return "a PDF"
-    return "binary data"
-
-
-def _spec_for_mime(mime: str, data: bytes | None = None) -> FormatSpec | None:
-    """The format a MIME type names when the file name has no extension.
-
-    A type several formats accept (`application/zip`, `text/plain`) picks the first whose
-    content check passes, else the first listed.
-    """
-    candidates = [spec for spec in FORMATS.values() if mime in spec.mime_types]
-    if data is not None and len(candidates) > 1:
-        return next((spec for spec in candidates if spec.matches(data)), candidates[0])
-    return candidates[0] if candidates else None
-
-
-def detect_format(data: bytes, filename: str, declared_mime: str | None) -> DocFormat:
-    """Decide an upload's format from its extension, declared MIME type and content.
-
-    All three must agree; `application/octet-stream` (or no type) leaves the decision to the
-    extension and the content, and a name without an extension to the declared type.
-    Raises `INVALID_PARAMETER` for an empty file and `UNSUPPORTED_FORMAT`, saying what was
-    declared and what the content looks like, for anything unknown or inconsistent.
-    """
-    if not data:
-        raise refuse(Failure.EMPTY_FILE, "the file is empty (0 bytes); send the file's content.")
-    mime = normalize_mime(declared_mime)
-    ext = extension_of(filename)
-    if mime is not None and len(mime) > 100:  # a client's value goes into the message: keep it short
-        mime = mime[:100] + "..."
-    if len(ext) > 20:
-        ext = ext[:20] + "..."
-
-    legacy = legacy_failure(data, ext, mime)
-    if legacy is not None:
-        raise _legacy_refusal(legacy, data, ext, mime)
-    if ext:
-        spec = _BY_EXTENSION.get(ext)
-        if spec is None:
-            raise refuse(
-                Failure.UNSUPPORTED_EXTENSION,
-                f"'{ext}' files are not supported (the content looks like {describe_content(data)}). "
-                f"Supported types: {supported_types()}."
-            )
-    else:
-        spec = _spec_for_mime(mime, data) if mime else None
-        if spec is None:
-            declared = f"the declared type {mime} is not supported" if mime else "no type was declared"
-            raise refuse(
-                Failure.NO_EXTENSION,
-                f"the file name has no extension and {declared}; name the file with one of: {supported_types()}.",
-            )
-
-    if mime is not None and mime not in spec.mime_types:
-        if _spec_for_mime(mime) is None:
-            raise refuse(
-                Failure.UNSUPPORTED_MIME,
-                f"declared {mime}, which is not a supported type (the content looks like "
-                f"{describe_content(data)}). Supported types: {supported_types()}.",
-            )
-        raise refuse(
-            Failure.MIME_EXTENSION_MISMATCH,
-            f"declared {mime} but the file name ends in {ext} (the content looks like {describe_content(data)}); "
-            "send matching values.",
-        )
-
-    if not spec.matches(data):
-        content = describe_content(data)
-        if spec.is_text and content == "binary data":
-            raise refuse(
-                Failure.BINARY_AS_TEXT,
-                f"binary content declared as text ({mime or ext}): the file is not UTF-8 or UTF-16 text.",
-            )
-        claim = f"declared {mime}" if mime else f"the file name ends in {ext}"
-        raise refuse(Failure.CONTENT_MISMATCH, f"{claim} but the content is {content}, not {spec.noun}.")
-    return spec.format
-
-
-def _legacy_refusal(kind: Failure, data: bytes, ext: str, mime: str | None) -> RagError:
-    """The refusal of an old binary Office file or a password-protected one, naming what was sent."""
-    sent = f"'{ext}' file" if ext else f"file declared {mime}"
-    if kind is Failure.PASSWORD_PROTECTED_OFFICE:
-        return refuse(kind, f"The {sent} is a password-protected Office file; its text cannot be read.")
-    if not is_ole2(data):
-        return refuse(kind, f"'{ext}' files (old binary Office format) are not supported; "
-                            f"the content looks like {describe_content(data)}.")
-    return refuse(kind, f"The {sent} is {describe_ole2(data)}; only the newer DOCX, XLSX and PPTX formats are read.")

@@ -12,7 +12,7 @@ import logging
 import re
 from html.parser import HTMLParser
 
-from .document import DocumentBuilder, ExtractedDocument
+from .extracted import DocumentBuilder, ExtractedDocument
 from .failures import Failure, refuse
 from .text import decode_text, normalize_newlines
 

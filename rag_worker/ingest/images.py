@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode, RagError
 
-from .document import DocumentBuilder, ExtractedDocument
+from .extracted import DocumentBuilder, ExtractedDocument
 from .failures import Failure, refuse
 from .ocr import OCR_OFF_ADVICE, OcrBudget, OcrOptions, check_pixels, ocr_image, page_warnings
 

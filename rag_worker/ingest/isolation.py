@@ -29,9 +29,8 @@ from typing import Any
 
 from protocol.errors import ErrorCode, RagError
 
-from . import extractor_process
-from .document import ExtractedDocument
-from .extractor_process import Job
+from .extracted import ExtractedDocument
+from .extractor_process import READY, Job, serve
 from .formats import DocFormat
 from .ocr import OcrOptions, ocr_options_from_env
 from .pdf import DEFAULT_MAX_PAGES
@@ -71,7 +70,7 @@ class _ExtractorProcess:
     def __init__(self, context: Any) -> None:
         parent_end, child_end = context.Pipe(duplex=True)
         self.process = context.Process(
-            target=extractor_process.serve,
+            target=serve,
             args=(child_end, MEMORY_LIMIT_BYTES),
             name="lightrag-extractor",
             daemon=True,
@@ -84,7 +83,7 @@ class _ExtractorProcess:
 
     def _await_ready(self) -> None:
         try:
-            if self.conn.poll(_START_TIMEOUT_S) and self.conn.recv_bytes() == extractor_process.READY:
+            if self.conn.poll(_START_TIMEOUT_S) and self.conn.recv_bytes() == READY:
                 self.ready = True
                 return
         except (OSError, EOFError):

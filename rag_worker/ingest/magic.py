@@ -1,4 +1,4 @@
-"""Content checks by magic numbers and text sniffing, for `formats.detect_format`."""
+"""Content checks by magic numbers and text sniffing, for `detection.detect_format`."""
 
 from __future__ import annotations
 

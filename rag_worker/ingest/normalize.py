@@ -17,7 +17,7 @@ import unicodedata
 
 import regex
 
-from .document import ExtractedDocument, count_words
+from .extracted import ExtractedDocument, count_words
 
 # A line-end hyphen between letters, when the next line starts lower-case: a word broken by
 # the typesetter ("Auf-\nlage").  "Mercedes-\nBenz" (capital) and "2019-\n2020" stay as they are.

@@ -20,7 +20,7 @@ from typing import Any
 
 from protocol.errors import RagError
 
-from .document import DocumentBuilder, ExtractedDocument
+from .extracted import DocumentBuilder, ExtractedDocument
 from .failures import Failure, refuse
 from .ooxml import OfficeKind, check_office_package
 from .xml_parts import children_named, local_name, paragraphs_of, parse_xml, text_of

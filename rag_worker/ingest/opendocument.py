@@ -20,7 +20,7 @@ from lxml import etree
 
 from protocol.errors import RagError
 
-from .document import DocumentBuilder, ExtractedDocument
+from .extracted import DocumentBuilder, ExtractedDocument
 from .failures import Failure, refuse
 from .xml_parts import local_name, parse_xml
 from .zip_packages import PackageKind, check_package

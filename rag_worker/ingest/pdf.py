@@ -13,8 +13,9 @@ from io import BytesIO
 
 from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import DependencyError
+from pypdf.generic import DictionaryObject
 
-from .document import ExtractedDocument, count_words
+from .extracted import ExtractedDocument, count_words
 from .failures import FAILURES, Failure, refuse
 from .images import ScannedPages
 from .ocr import MIN_TEXT_CHARS, OcrOptions
@@ -81,10 +82,18 @@ def _page_count(reader: PdfReader) -> tuple[int, int]:
         logger.info("pdf: page tree unreadable", exc_info=True)
         raise refuse(Failure.DAMAGED_PDF) from None
     try:
-        declared = int(reader.trailer["/Root"]["/Pages"]["/Count"])  # type: ignore[index,call-overload]
+        declared = _declared_page_count(reader)
     except Exception:
         declared = 0
     return reachable, declared
+
+
+def _declared_page_count(reader: PdfReader) -> int:
+    """The page tree's ``/Count``; 0 when an object on the way is not what the spec says."""
+    root = reader.trailer["/Root"]
+    pages = root["/Pages"] if isinstance(root, DictionaryObject) else None
+    count = pages["/Count"] if isinstance(pages, DictionaryObject) else None
+    return int(count) if isinstance(count, int | float | str) else 0
 
 
 def _title(reader: PdfReader) -> str | None:

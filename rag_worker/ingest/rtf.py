@@ -13,7 +13,7 @@ import re
 
 from striprtf.striprtf import rtf_to_text
 
-from .document import DocumentBuilder, ExtractedDocument
+from .extracted import DocumentBuilder, ExtractedDocument
 from .failures import Failure, refuse
 
 logger = logging.getLogger(__name__)
@@ -63,7 +63,8 @@ def _side_groups(rtf: str) -> dict[str, list[str]]:
 
 def _plain(rtf: str, encoding: str) -> list[str]:
     """Non-blank lines of an RTF fragment as text."""
-    text = rtf_to_text(rtf, encoding=encoding, errors="replace")
+    # striprtf ships no type hints.
+    text: str = rtf_to_text(rtf, encoding=encoding, errors="replace")  # type: ignore[no-untyped-call]
     return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
 
 

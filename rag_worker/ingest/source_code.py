@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from protocol.errors import ErrorCode, RagError
 
-from .document import ExtractedDocument, count_words
+from .extracted import ExtractedDocument, count_words
 from .text import EMPTY_TEXT_MESSAGE, require_text
 
 LANGUAGES: dict[str, str] = {

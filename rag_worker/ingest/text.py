@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import codecs
 import re
-from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorCode, RagError
 
-from .document import ExtractedDocument, count_words
-
-if TYPE_CHECKING:  # formats imports decode_text from here
-    from .formats import DocFormat
+from .extracted import ExtractedDocument, count_words
 
 # A title lives near the top; don't walk a 10 MB file looking for one.
 _TITLE_SCAN_CHARS = 64 * 1024
@@ -109,7 +105,7 @@ def require_text(data: bytes) -> str:
     return normalize_newlines(text)
 
 
-def extract_text_document(data: bytes, fmt: DocFormat) -> ExtractedDocument:
+def extract_text_document(data: bytes, fmt: str) -> ExtractedDocument:
     """Decode a Markdown or plain-text file into an `ExtractedDocument` (one page).
 
     `fmt` is `DocFormat.MARKDOWN` or `DocFormat.TEXT`; only Markdown yields a title.

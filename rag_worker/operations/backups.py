@@ -20,7 +20,7 @@ from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
 from rag_worker.operations.deletion import Contribution
 from rag_worker.storage.durable import write_atomic
-from rag_worker.storage.engine import Workspace
+from rag_worker.storage.workspace import Workspace
 
 log = logging.getLogger("rag_worker.operations.backups")
 

@@ -8,23 +8,20 @@ entities/relations only this document supported and rebuilds shared ones from th
 extraction cache.  What was deleted or rebuilt is counted by looking at the graph before
 and after, not by reading LightRAG's log text.
 
-`remove_document` wraps LightRAG's delete for any caller (replacing a document on re-upload
-can use it too): it retries while the pipeline is busy and drops our catalog record.
+Each document goes through `rag_worker.storage.removal.remove_document`, the journaled delete
+every caller uses (a replaced upload and a folder run's removed files too).
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
-
 from protocol import ErrorCode
 from rag_worker.storage.catalog import TERMINAL_STATES, doc_id_for, name_from_file_path
-from rag_worker.storage.engine import Workspace
+from rag_worker.storage.removal import WaitReport, remove_document
+from rag_worker.storage.workspace import Workspace
 
 log = logging.getLogger("rag_worker.operations.deletion")
 
@@ -33,15 +30,7 @@ POLL_SECONDS = 0.5
 NAME_SAMPLE = 20  # entity/relation names shown per document
 BUSY_HINT = "Indexing is running; retry after lightrag_get_status shows it finished."
 
-Progress = Callable[[str], Awaitable[None]]
-
-
-@dataclass
-class Removed:
-    """What LightRAG's delete of one document ended with."""
-
-    status: str  # success, not_found, busy, refused, fail
-    message: str = ""
+Progress = WaitReport  # told the id of the document whose delete waits
 
 
 async def pipeline_busy(ws: Workspace) -> bool:
@@ -52,48 +41,6 @@ async def pipeline_busy(ws: Workspace) -> bool:
     return bool(status.get("busy"))
 
 
-async def remove_document(ws: Workspace, doc_id: str, *, deadline: float, on_wait: Progress | None = None) -> Removed:
-    """Delete one document with LightRAG's cascade, retrying until `deadline` while the
-    pipeline is busy; on success (or when LightRAG has no such document) our catalog record
-    goes too.  Shielded from cancellation: a delete is never left half-recorded by us.
-
-    Callers hold `ws.ingest_lock`.  `status` is success, not_found, busy (the deadline
-    passed while indexing ran), refused (LightRAG found the graph records incomplete) or
-    fail (stopped part-way; LightRAG recorded where, so a retry finishes it)."""
-    while True:
-        with anyio.CancelScope(shield=True):
-            ws.deletes.begin(doc_id)  # a worker killed from here on has the delete finished on reopen
-            result = await ws.rag.adelete_by_doc_id(doc_id, delete_llm_cache=False)
-            status = str(getattr(result, "status", "fail"))
-            if status in {"success", "not_found"}:
-                await ws.catalog.delete(doc_id)
-            refused = status == "fail" and getattr(result, "status_code", 500) == 409  # nothing was deleted
-            if status != "fail" or refused:  # a delete that failed part-way stays written down: a retry finishes it
-                ws.deletes.end(doc_id)
-        message = str(getattr(result, "message", ""))
-        if status in {"success", "not_found"}:
-            return Removed(status, message)
-        if status != "not_allowed":
-            log.warning("deleting %s failed (%s): %s", doc_id, status, message)
-            return Removed("refused" if refused else "fail", message)
-        if time.monotonic() >= deadline:
-            return Removed("busy", message)
-        if on_wait is not None:
-            await on_wait(doc_id)
-        await anyio.sleep(POLL_SECONDS)
-
-
-async def finish_interrupted_deletes(ws: Workspace) -> None:
-    """Finish the deletes a killed worker left in the workspace's journal (at open, under
-    `ws.ingest_lock`, before any call reads the workspace)."""
-    for doc_id in ws.deletes.pending():
-        removed = await remove_document(ws, doc_id, deadline=time.monotonic() + DELETE_WAIT_SECONDS)
-        if removed.status in {"success", "not_found"}:
-            log.info("workspace %s: finished the interrupted delete of %s", ws.name, doc_id)
-        else:
-            log.error("workspace %s: the interrupted delete of %s did not finish (%s): %s", ws.name, doc_id, removed.status, removed.message)
-
-
 @dataclass(frozen=True)
 class DeleteOptions:
     cascade: bool = True
@@ -101,12 +48,12 @@ class DeleteOptions:
     force: bool = False
 
     @classmethod
-    def from_args(cls, options: dict[str, Any] | None) -> DeleteOptions:
-        options = options or {}
+    def from_args(cls, options: dict[str, Any]) -> DeleteOptions:
+        """From a call's `delete_options` (defaults filled in)."""
         return cls(
-            cascade=bool(options.get("cascade_delete", True)),
-            backup=bool(options.get("create_backup", False)),
-            force=bool(options.get("force_delete", False)),
+            cascade=bool(options["cascade_delete"]),
+            backup=bool(options["create_backup"]),
+            force=bool(options["force_delete"]),
         )
 
 

@@ -19,7 +19,6 @@ import anyio
 
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
-from rag_worker.operations.deletion import remove_document
 from rag_worker.operations.limits import check_quota
 from rag_worker.storage.catalog import (
     TERMINAL_STATES,
@@ -30,7 +29,8 @@ from rag_worker.storage.catalog import (
     public_error,
     state_of,
 )
-from rag_worker.storage.engine import Workspace
+from rag_worker.storage.removal import remove_document
+from rag_worker.storage.workspace import Workspace
 
 log = logging.getLogger("rag_worker.operations.indexing")
 

@@ -18,7 +18,7 @@ from typing import Any
 from protocol import ErrorCode, RagError
 from protocol.methods.documents import DOCUMENT_STATES
 from rag_worker.storage.catalog import name_from_file_path, public_error, state_of
-from rag_worker.storage.engine import Workspace
+from rag_worker.storage.workspace import Workspace
 
 # Pipeline order, for sort_by=status (unknown states sort last).
 STATE_RANK = {state: rank for rank, state in enumerate(DOCUMENT_STATES)}
@@ -66,10 +66,10 @@ def parse_list_request(args: dict[str, Any]) -> ListRequest:
     search = (args.get("search_query") or "").strip()
     return ListRequest(
         status=None if args.get("status_filter") in (None, "", "all") else str(args["status_filter"]),
-        limit=int(args.get("limit", 50)),
-        offset=int(args.get("offset", 0)),
-        sort_by=str(args.get("sort_by") or "created_date"),
-        descending=args.get("sort_order", "desc") != "asc",
+        limit=int(args["limit"]),
+        offset=int(args["offset"]),
+        sort_by=str(args["sort_by"]),
+        descending=args["sort_order"] != "asc",
         search=search.casefold() or None,
         start=start,
         end=end,

@@ -15,8 +15,8 @@ import numpy as np
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
 from rag_worker.storage.catalog import name_from_file_path
-from rag_worker.storage.engine import Workspace
 from rag_worker.storage.vector_flush import reading_committed_state
+from rag_worker.storage.workspace import Workspace
 
 log = logging.getLogger("rag_worker.operations.querying")
 
@@ -37,16 +37,16 @@ def query_param(args: dict[str, Any], *, stream: bool, with_llm: bool) -> Any:
     """LightRAG's QueryParam from validated tool arguments."""
     from lightrag import QueryParam
 
-    turns = int(args.get("history_turns", 3))
+    turns = int(args["history_turns"])
     history = list(args.get("conversation_history") or [])
     # LightRAG 1.5.7 has no history_turns: keep the last N user/assistant pairs ourselves.
     history = history[-2 * turns :] if turns else []
     param = QueryParam(
-        mode=args.get("mode", "mix"),
-        top_k=int(args.get("top_k", 40)),
-        chunk_top_k=int(args.get("chunk_top_k", 10)),
-        max_total_tokens=int(args.get("max_tokens", 30_000)),
-        enable_rerank=bool(args.get("enable_rerank", False)),
+        mode=args["mode"],
+        top_k=int(args["top_k"]),
+        chunk_top_k=int(args["chunk_top_k"]),
+        max_total_tokens=int(args["max_tokens"]),
+        enable_rerank=bool(args["enable_rerank"]),
         conversation_history=history,
         stream=stream and with_llm,
         only_need_context=not with_llm,
@@ -61,8 +61,8 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
     started = time.perf_counter()
     ws = await ctx.state.engines.get(ctx.workspace)
     query = str(args["query"]).strip()
-    mode = args.get("mode", "mix")
-    with_llm = ws.llm_configured and not args.get("only_context", False)
+    mode = args["mode"]
+    with_llm = ws.llm_configured and not args["only_context"]
     if mode == "bypass" and not ws.llm_configured:
         raise RagError(
             ErrorCode.INVALID_QUERY_MODE,
@@ -92,7 +92,7 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
         with reading_committed_state():
             raw = await ws.rag.aquery_data(query, query_param(args, stream=False, with_llm=False))
         data = raw.get("data") or {}
-    sources = await _sources(ws, query, data.get("chunks") or [], float(args.get("cosine_threshold", 0.0)))
+    sources = await _sources(ws, query, data.get("chunks") or [], float(args["cosine_threshold"]))
     found = bool(sources or data.get("entities") or data.get("relationships") or answer)
     if llm_failed:
         if not sources:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from rag_worker.ingest.document import ExtractedDocument
+from config.backends import backend_of
+from rag_worker.ingest.extracted import ExtractedDocument
+from rag_worker.storage.catalog_stores import TABLE_STORES
 
 CATALOG_NAMESPACE = "mcp_documents"
 TERMINAL_STATES = {"processed", "failed"}
@@ -43,7 +44,7 @@ def name_from_file_path(file_path: str) -> str:
 
 async def status_counts(doc_status: Any) -> dict[str, int]:
     """Documents by state, every state present (storages differ: PostgreSQL omits empty ones)."""
-    from lightrag.base import DocStatus
+    from lightrag.base import DocStatus  # deferred: LightRAG is imported once, off the loop (import_lightrag)
 
     counts = {state.value: 0 for state in DocStatus}
     for state, count in (await doc_status.get_status_counts()).items():
@@ -145,10 +146,9 @@ class DocumentCatalog:
 
     def __init__(self, rag: Any) -> None:
         self._kv: Any
-        if rag.kv_storage == "PGKVStorage":  # its tables are fixed: ours is a table of its own
-            from rag_worker.storage.catalog_stores import PGCatalogStore
-
-            self._kv = PGCatalogStore(rag.workspace, rag.vector_storage)
+        table_store = TABLE_STORES.get(backend_of(rag.kv_storage).catalog_store)
+        if table_store is not None:  # a KV storage whose tables are fixed: ours is a table of its own
+            self._kv = table_store(rag.workspace, rag.vector_storage)
         else:
             self._kv = rag.key_string_value_json_storage_cls(
                 namespace=CATALOG_NAMESPACE, workspace=rag.workspace, embedding_func=rag.embedding_func

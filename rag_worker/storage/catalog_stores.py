@@ -1,8 +1,9 @@
 """Where our per-document records live when the KV storage cannot take a new namespace.
 
 LightRAG's JSON, Redis and Mongo KV storages accept any namespace, so the catalog is one
-more namespace there.  `PGKVStorage` only knows LightRAG's own tables, so on PostgreSQL the
-records go to a table of ours, `LIGHTRAG_MCP_DOCUMENTS`, through LightRAG's shared
+more namespace there.  A backend whose row in `config.backends` names a `catalog_store` keeps
+the records in the store of that kind below: `PGKVStorage` only knows LightRAG's own tables,
+so on PostgreSQL (`postgres_table`) the records go to a table of ours, `LIGHTRAG_MCP_DOCUMENTS`, through LightRAG's shared
 connection pool (same server, same credentials, same `workspace` column discipline).
 """
 
@@ -33,14 +34,14 @@ class PGCatalogStore:
         self._db: Any = None
 
     async def initialize(self) -> None:
-        from lightrag.kg.postgres_impl import ClientManager
+        from lightrag.kg.postgres_impl import ClientManager  # deferred: it imports the asyncpg driver
 
         self._db = await ClientManager.get_client(vector_storage=self._vector_storage)
         await self._db.execute(CREATE)
 
     async def finalize(self) -> None:
         if self._db is not None:
-            from lightrag.kg.postgres_impl import ClientManager
+            from lightrag.kg.postgres_impl import ClientManager  # deferred: it imports the asyncpg driver
 
             await ClientManager.release_client(self._db)
             self._db = None
@@ -79,3 +80,7 @@ class PGCatalogStore:
 
 def _decode(value: Any) -> dict[str, Any]:
     return dict(orjson.loads(value)) if isinstance(value, str | bytes) else dict(value)
+
+
+#: A backend row's `catalog_store` → the store that keeps the catalog there.
+TABLE_STORES: dict[str | None, type[PGCatalogStore]] = {"postgres_table": PGCatalogStore}

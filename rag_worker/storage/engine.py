@@ -10,27 +10,26 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import io
 import json
 import logging
 import os
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from config.settings import Settings, unwritable_reason
-from config.storages import LOCAL_STORAGES, StorageSet
 from protocol import ErrorCode, RagError
-from rag_worker.chunking import chunking_func
+from rag_worker.bindings import build_components
 from rag_worker.storage.catalog import DocumentCatalog
 from rag_worker.storage.journals import DeleteJournal
+from rag_worker.storage.lightrag_setup import new_lightrag
 from rag_worker.storage.placement import StoragePlacement
-from rag_worker.storage.vector_flush import embed_outside_locks
+from rag_worker.storage.removal import finish_interrupted_deletes
+from rag_worker.storage.workspace import Workspace
 
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], Any]
 UNFINISHED_STATES = ("pending", "parsing", "analyzing", "processing")
@@ -40,149 +39,6 @@ log = logging.getLogger("rag_worker.storage.engine")
 LOCK_WAIT_SECONDS = 5.0
 OPEN_LEASE_S = 60.0  # how long opening a workspace on server storages may block the loop
 MAX_OPEN_WORKSPACES = 8
-
-
-def import_lightrag() -> str:
-    """Import LightRAG and its local storages (proving they load offline); returns its version.
-
-    Blocking (about a second): run it in a thread."""
-    _contain_import_side_effects()
-    import lightrag
-    import lightrag.kg.json_doc_status_impl  # noqa: F401
-    import lightrag.kg.json_kv_impl  # noqa: F401
-    import lightrag.kg.nano_vector_db_impl  # noqa: F401
-    import lightrag.kg.networkx_impl  # noqa: F401
-    from lightrag import LightRAG  # noqa: F401
-
-    _route_lightrag_logs()
-    _graph_saves_through_memory()
-    return str(lightrag.__version__)
-
-
-def _graph_saves_through_memory() -> None:
-    """LightRAG saves the NetworkX graph with `networkx.write_graphml`, which streams lxml's
-    writer straight into the file.  When that file write fails (a full disk), lxml is left
-    with a broken writer that segfaults the worker when the garbage collector frees it
-    later (seen under the disk-full fault test).  Serialize into memory instead and write
-    the bytes ourselves: a failed write is then a plain OSError, which LightRAG reports."""
-    import networkx
-    from networkx.readwrite import graphml
-
-    if getattr(networkx.write_graphml, "through_memory", False):
-        return
-
-    def write_graphml(graph: Any, path: Any, **options: Any) -> None:
-        buffer = io.BytesIO()
-        graphml.write_graphml_lxml(graph, buffer, **options)
-        if isinstance(path, str | os.PathLike):
-            with open(path, "wb") as handle:
-                handle.write(buffer.getbuffer())
-        else:
-            path.write(buffer.getbuffer())
-
-    write_graphml.through_memory = True  # type: ignore[attr-defined]
-    networkx.write_graphml = write_graphml
-
-
-def _route_lightrag_logs() -> None:
-    """LightRAG logs through its own stderr handler without our correlation ids and chats at
-    INFO on every query: send its records through ours, warnings and up unless DEBUG."""
-    lightrag_log = logging.getLogger("lightrag")
-    for handler in list(lightrag_log.handlers):
-        lightrag_log.removeHandler(handler)
-    lightrag_log.propagate = True
-    root_level = logging.getLogger().level
-    lightrag_log.setLevel(logging.DEBUG if root_level <= logging.DEBUG else logging.WARNING)
-
-
-def _contain_import_side_effects() -> None:
-    # LightRAG raises SystemExit at construction when this deprecated variable is set.
-    if os.environ.pop("ENTITY_TYPES", None) is not None:
-        log.warning("ignoring ENTITY_TYPES: LightRAG 1.5.7 no longer supports it")
-
-
-@dataclass
-class Workspace:
-    """An open workspace: its LightRAG instance, our document catalog, and its locks."""
-
-    name: str
-    rag: Any
-    catalog: DocumentCatalog
-    lock_fd: int
-    components: dict[str, Any]
-    deletes: DeleteJournal
-    storages: StorageSet = LOCAL_STORAGES
-    on_fallback: bool = False  # created on local files while a configured server was down
-    ingest_lock: anyio.Lock = field(default_factory=anyio.Lock)
-    opened_at: float = field(default_factory=time.monotonic)
-
-    @property
-    def llm_configured(self) -> bool:
-        return bool(self.components.get("llm_configured"))
-
-
-EMBEDDED_CHUNK_OVERLAP = 40
-
-
-def lightrag_kwargs(components: dict[str, Any]) -> dict[str, Any]:
-    """Construction options that depend on the configured models."""
-    kwargs: dict[str, Any] = dict(components.get("lightrag_kwargs") or {})
-    # LightRAG's own chunker decodes token-id slices and cuts multi-byte characters (U+FFFD).
-    kwargs.setdefault("chunking_func", chunking_func)
-    if str(components.get("embedding_model_id", "")).startswith("onnx:"):
-        from rag_worker.embedded.models import MAX_TOKEN_SIZE
-
-        # The packaged model reads 256 word pieces: LightRAG would split longer chunks
-        # before embedding anyway, so chunk at that size from the start.
-        kwargs.setdefault("chunk_token_size", MAX_TOKEN_SIZE)
-        kwargs.setdefault("chunk_overlap_token_size", EMBEDDED_CHUNK_OVERLAP)
-        # Larger batches measured 8-12 % faster with the local model (remote APIs may cap them).
-        kwargs.setdefault("embedding_batch_num", 64)
-        # Our lanes (EmbeddingLanes) are the model's real queue. LightRAG's own queue must not
-        # hold a question back once indexing fills its slots (8 by default), and its timeout
-        # must not count the wait in our indexing lane: a local model does not hang (the
-        # front's ping catches a stuck worker), and an expired wait failed whole documents
-        # with a misleading "LLM did not answer" under CPU load.
-        kwargs.setdefault("embedding_func_max_async", 64)
-        kwargs.setdefault("default_embedding_timeout", 900)
-    return kwargs
-
-
-async def new_lightrag(
-    working_dir: Path | str, workspace: str, components: dict[str, Any], **overrides: Any
-) -> Any:
-    """An initialized LightRAG instance built the one way this project builds them
-    (the worker, the benchmarks' direct floor and the profiling script all use it)."""
-    from lightrag import LightRAG
-
-    rag = LightRAG(
-        working_dir=str(working_dir),
-        workspace=workspace,
-        embedding_func=components["embedding_func"],
-        llm_model_func=components["llm_model_func"],
-        tokenizer=components["tokenizer"],
-        enable_llm_cache=False,  # the answer cache ignores new documents (reference)
-        enable_llm_cache_for_entity_extract=True,  # delete/rebuild relies on it
-        **{**lightrag_kwargs(components), **overrides},
-    )
-    await rag.initialize_storages()
-    embed_outside_locks(rag)  # a question must not wait for indexing's embeddings (vector_flush)
-    rag._query_done = _query_done_best_effort(rag)
-    return rag
-
-
-def _query_done_best_effort(rag: Any) -> Callable[[], Awaitable[None]]:
-    """LightRAG ends every query by saving its LLM cache, which holds only extraction results
-    here (the answer cache is off): when that save fails (a full disk) the query's answer
-    still goes back, and the cache stays in memory for the next save that succeeds."""
-
-    async def query_done() -> None:
-        try:
-            await rag.llm_response_cache.index_done_callback()
-        except Exception as exc:
-            log.warning("the LLM cache could not be saved after a query, which still answers: %s", exc)
-
-    return query_done
 
 
 class DataDirUnwritable(Exception):
@@ -289,8 +145,6 @@ class EngineRegistry:
     async def _finish_interrupted_deletes(self, entry: Workspace) -> None:
         """Durability: deletes a previous worker started are finished before anything reads."""
         if entry.deletes.pending():
-            from rag_worker.operations.deletion import finish_interrupted_deletes  # deletion builds on this module
-
             try:
                 async with entry.ingest_lock:
                     await finish_interrupted_deletes(entry)
@@ -356,8 +210,6 @@ class EngineRegistry:
     async def _shared_components(self) -> dict[str, Any]:
         """Embedding model, tokenizer and LLM function: built once, shared by all workspaces."""
         if self._components is None:
-            from rag_worker.bindings import build_components
-
             self._components = await build_components(self._settings, self._limiter)
         return dict(self._components)
 

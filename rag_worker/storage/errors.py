@@ -1,8 +1,8 @@
 """Storage failures as STORAGE_ERROR (SPEC §7): a server that went away gives a clear,
 retryable answer instead of an internal error, and the worker keeps serving.
 
-LightRAG lets driver exceptions through (asyncpg, redis, pymilvus, neo4j, pymongo,
-qdrant), sometimes wrapped; a refused or reset connection surfaces as `OSError`.  The
+LightRAG lets driver exceptions through (the modules the backend rows of `config.backends`
+name: asyncpg, redis, pymilvus, neo4j, pymongo, qdrant), sometimes wrapped; a refused or reset connection surfaces as `OSError`.  The
 exception chain is searched for either.  The details go to the log, never to the client.
 """
 
@@ -16,11 +16,12 @@ from typing import Any
 
 import anyio
 
+from config.backends import DRIVER_MODULES
+from config.storages import ServerAddress, probe_servers
 from protocol import ErrorCode, RagError
 
 log = logging.getLogger("rag_worker.storage")
 
-DRIVER_MODULES = ("asyncpg", "redis", "pymilvus", "grpc", "neo4j", "pymongo", "motor", "qdrant_client", "opensearchpy")
 MAX_CHAIN = 20
 
 Handler = Callable[[Any, dict[str, Any]], Awaitable[Any]]
@@ -117,17 +118,16 @@ WATCH_EVERY_S = 2.0
 PROBE_TIMEOUT_S = 1.0
 
 
-def _watched_addresses(ctx: Any) -> list[Any]:
+def _watched_addresses(ctx: Any) -> list[ServerAddress]:
     engines = getattr(getattr(ctx, "state", None), "engines", None)
     placement = getattr(engines, "placement", None)
     if placement is None or not getattr(ctx, "workspace", ""):
         return []
-    return placement.watched_addresses(ctx.workspace, engines)
+    addresses: list[ServerAddress] = placement.watched_addresses(ctx.workspace, engines)  # ctx is untyped here
+    return addresses
 
 
-async def _watched(handler: Handler, ctx: Any, arguments: dict[str, Any], addresses: list[Any]) -> Any:
-    from config.storages import probe_servers
-
+async def _watched(handler: Handler, ctx: Any, arguments: dict[str, Any], addresses: list[ServerAddress]) -> Any:
     outcome: dict[str, Any] = {}
     async with anyio.create_task_group() as tg:
 

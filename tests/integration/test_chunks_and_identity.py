@@ -41,7 +41,7 @@ def test_lightrag_own_chunker_would_cut_characters_of_this_text() -> None:
     """The text below is one LightRAG 1.5.7's token-slice chunker damages (so the next test means something)."""
     from lightrag.chunker import chunking_by_token_size
 
-    from rag_worker.embedded.models import make_offline_tokenizer
+    from rag_worker.embedded.offline_tokenizer import make_offline_tokenizer
 
     chunks = chunking_by_token_size(make_offline_tokenizer(), MIXED, None, False, 40, 240)
     assert sum(chunk["content"].count("\ufffd") for chunk in chunks) > 0

@@ -20,6 +20,7 @@ import anyio
 import anyio.abc
 import pytest
 
+from protocol import methods as m
 from tests.fixtures.documents import make_pdf
 from tests.integration.harness import Client, error_of, running_server
 from tests.integration.test_core_flow import upload
@@ -269,6 +270,7 @@ async def in_process_worker(data_dir: Path, workspace: str, wait_seconds: str) -
     """The worker's own state and handlers in this process (real LightRAG), for situations the
     server cannot be steered into from outside, such as a document nothing is indexing."""
     from config.settings import load_settings
+    from rag_worker.app import warm_up
     from rag_worker.context import RequestContext, WorkerRuntime
 
     async def ignore(*_: Any) -> None:
@@ -277,7 +279,7 @@ async def in_process_worker(data_dir: Path, workspace: str, wait_seconds: str) -
     settings = load_settings({"WORKING_DIR": str(data_dir), "LIGHTRAG_MCP_WAIT_SECONDS": wait_seconds})
     state = WorkerRuntime(settings, anyio.CapacityLimiter(2), ignore, ignore)
     async with anyio.create_task_group() as background:
-        await state.warm_up(background.start_soon)  # as the worker server does
+        await warm_up(state, background.start_soon)  # as the worker server does
         try:
             yield RequestContext(state, 1, workspace=workspace)
         finally:
@@ -294,11 +296,12 @@ async def test_force_delete_removes_a_document_stuck_in_pending_while_nothing_in
         ws = await ctx.state.engines.get(ctx.workspace)
         await ws.rag.apipeline_enqueue_documents(REACTOR, ids=["doc-stuck"], file_paths=["stuck.txt"])  # not processed
         with pytest.raises(RagError) as refused:
-            await delete_documents(ctx, {"document_ids": ["doc-stuck"]})
+            await delete_documents(ctx, m.DELETE_DOCUMENTS.with_defaults({"document_ids": ["doc-stuck"]}))
         assert refused.value.code == ErrorCode.DELETION_FORBIDDEN and "force_delete" in refused.value.suggested_action
         assert await ws.rag.doc_status.get_by_id("doc-stuck") is not None
 
-        result = await delete_documents(ctx, {"document_ids": ["doc-stuck"], "delete_options": {"force_delete": True}})
+        arguments = {"document_ids": ["doc-stuck"], "delete_options": {"force_delete": True}}
+        result = await delete_documents(ctx, m.DELETE_DOCUMENTS.with_defaults(arguments))
         assert result["deleted_documents"] == ["doc-stuck"] and result["failed_deletions"] == []
         assert await ws.rag.doc_status.get_by_id("doc-stuck") is None
         assert await ws.rag.full_docs.get_by_id("doc-stuck") is None
@@ -311,7 +314,7 @@ async def test_a_delete_that_arrives_while_indexing_runs_waits_for_it_then_delet
         ws = await ctx.state.engines.get(ctx.workspace)
         await ws.rag.apipeline_enqueue_documents(long_text(40), ids=["doc-busy"], file_paths=["busy.txt"])
         ctx.state.engines.start_processing(ws)
-        result = await delete_documents(ctx, {"document_ids": ["doc-busy"]})
+        result = await delete_documents(ctx, m.DELETE_DOCUMENTS.with_defaults({"document_ids": ["doc-busy"]}))
         assert result["deleted_documents"] == ["doc-busy"]
         assert result["cascade_deletions"]["chunks_deleted"] > 0  # it was indexed before it was deleted
         assert result["cascade_deletions"]["entities_deleted"] > 0

@@ -1,7 +1,7 @@
 """`lightrag_update_entity`: edits go through LightRAG's editing API, are validated before
 anything is written, are atomic per call, serialized per workspace, and visible to queries.
 
-The first group runs LightRAG in-process (built by `rag_worker.storage.engine.new_lightrag`, as the
+The first group runs LightRAG in-process (built by `rag_worker.storage.lightrag_setup.new_lightrag`, as the
 worker builds it) so a storage failure can be injected mid-edit; the second drives the real
 server over stdio.
 """
@@ -18,6 +18,7 @@ import pytest
 
 from config.settings import load_settings
 from protocol import ErrorCode, RagError
+from protocol import methods as m
 from rag_worker.graph.entity_update import edit_lock, update_entity
 from tests.integration.harness import Client, error_of, running_server
 
@@ -31,7 +32,7 @@ DOC_B = "Bob Stone works at Acme Corporation in Paris. Acme Corporation sells ro
 async def rag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
     """A LightRAG instance with two small documents indexed by the built-in extractor."""
     from rag_worker.bindings import build_components
-    from rag_worker.storage.engine import import_lightrag, new_lightrag
+    from rag_worker.storage.lightrag_setup import import_lightrag, new_lightrag
 
     monkeypatch.chdir(tmp_path)  # LightRAG reads ./.env
     import_lightrag()
@@ -56,7 +57,7 @@ async def graph_state(rag: Any) -> tuple[dict[str, Any], dict[tuple[str, str], A
 
 
 async def edit(rag: Any, **args: Any) -> Any:
-    return await update_entity(rag, args, edit_lock(rag.workspace))
+    return await update_entity(rag, m.UPDATE_ENTITY.with_defaults(args), edit_lock(rag.workspace))
 
 
 async def code_of(rag: Any, **args: Any) -> ErrorCode:

@@ -85,8 +85,8 @@ def binding_env(binding: str, fake: FakeLLMServer, **extra: str) -> dict[str, st
 
 
 async def open_rag(components: dict[str, Any], working_dir: Path) -> Any:
-    """A LightRAG instance built as rag_worker/storage/engine.py builds one."""
-    from rag_worker.storage.engine import new_lightrag
+    """A LightRAG instance built as rag_worker/storage/lightrag_setup.py builds one."""
+    from rag_worker.storage.lightrag_setup import new_lightrag
 
     # A fresh workspace name each time: LightRAG keeps KV data per workspace name process-wide.
     rag = await new_lightrag(working_dir, f"bindings-{uuid.uuid4().hex[:8]}", components)

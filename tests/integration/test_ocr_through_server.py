@@ -9,14 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.scans import (
-    image_bytes,
-    make_blank_png,
-    make_mixed_pdf,
-    make_pixel_bomb_png,
-    make_scanned_pdf,
-    render_page,
-)
+from tests.fixtures import scans
 from tests.integration.harness import Client, error_of, running_server
 
 pytestmark = pytest.mark.anyio
@@ -37,7 +30,7 @@ async def upload(client: Client, filename: str, data: bytes, mime: str) -> dict[
 
 async def test_image_only_pdf_is_indexed_and_its_fact_found_by_a_query(home: Path) -> None:
     async with running_server(home) as client:
-        result = await upload(client, "scan.pdf", make_scanned_pdf([SCAN_FACT]), "application/pdf")
+        result = await upload(client, "scan.pdf", scans.make_scanned_pdf([SCAN_FACT]), "application/pdf")
         assert result["status"] == "processed", result
         assert (result["ocr_pages"], result["empty_pages"]) == ([1], [])
         assert "page 1 was read by OCR" in result["message"]
@@ -47,7 +40,7 @@ async def test_image_only_pdf_is_indexed_and_its_fact_found_by_a_query(home: Pat
 
 
 async def test_mixed_pdf_result_names_the_ocr_pages_and_the_page_with_no_text(home: Path) -> None:
-    data = make_mixed_pdf(["Quarterly budget planning for the harbour office."], [SCAN_FACT, ["MARLIN pump."], []])
+    data = scans.make_mixed_pdf(["Quarterly budget planning for the harbour office."], [SCAN_FACT, ["MARLIN pump."], []])
     async with running_server(home) as client:
         result = await upload(client, "mixed.pdf", data, "application/pdf")
         assert result["status"] == "processed" and result["pages"] == 4, result
@@ -57,11 +50,11 @@ async def test_mixed_pdf_result_names_the_ocr_pages_and_the_page_with_no_text(ho
 
 async def test_png_jpeg_and_tiff_uploads_are_indexed(home: Path) -> None:
     uploads = [
-        ("plate.png", image_bytes([render_page(["The KESTREL-12 drone weighs 900 grams."])], "PNG"), "image/png"),
-        ("photo.jpg", image_bytes([render_page(["The HERON-5 buoy is moored at Skagen."])], "JPEG"), "image/jpeg"),
+        ("plate.png", scans.image_bytes([scans.render_page(["The KESTREL-12 drone weighs 900 grams."])], "PNG"), "image/png"),
+        ("photo.jpg", scans.image_bytes([scans.render_page(["The HERON-5 buoy is moored at Skagen."])], "JPEG"), "image/jpeg"),
         (
             "fax.tif",
-            image_bytes([render_page(["Fax cover sheet."]), render_page(["The OSPREY-3 crane lifts 40 tonnes."])], "TIFF"),
+            scans.image_bytes([scans.render_page(["Fax cover sheet."]), scans.render_page(["The OSPREY-3 crane lifts 40 tonnes."])], "TIFF"),
             "image/tiff",
         ),
     ]
@@ -78,10 +71,10 @@ async def test_png_jpeg_and_tiff_uploads_are_indexed(home: Path) -> None:
 async def test_image_without_text_and_pixel_bomb_are_refused_and_the_worker_keeps_serving(home: Path) -> None:
     async with running_server(home) as client:
         pid = await client.worker_pid()
-        blank = error_of(await client.call("upload_to_lightrag", upload_args("blank.png", make_blank_png(), "image/png")))
+        blank = error_of(await client.call("upload_to_lightrag", upload_args("blank.png", scans.make_blank_png(), "image/png")))
         assert blank["error_code"] == "EXTRACTION_FAILED"
         assert "No readable text was found in the image" in blank["error_message"]
-        bomb = error_of(await client.call("upload_to_lightrag", upload_args("bomb.png", make_pixel_bomb_png(), "image/png")))
+        bomb = error_of(await client.call("upload_to_lightrag", upload_args("bomb.png", scans.make_pixel_bomb_png(), "image/png")))
         assert bomb["error_code"] == "RESOURCE_LIMIT_EXCEEDED"
         health = await client.health()
         assert health["components"]["worker"]["pid"] == pid
@@ -90,8 +83,8 @@ async def test_image_without_text_and_pixel_bomb_are_refused_and_the_worker_keep
 async def test_with_ocr_off_scans_and_images_are_refused_saying_how_to_turn_it_on(home: Path) -> None:
     async with running_server(home, LIGHTRAG_MCP_OCR="off") as client:
         for filename, data, mime in [
-            ("scan.pdf", make_scanned_pdf([SCAN_FACT]), "application/pdf"),
-            ("plate.png", image_bytes([render_page(SCAN_FACT)], "PNG"), "image/png"),
+            ("scan.pdf", scans.make_scanned_pdf([SCAN_FACT]), "application/pdf"),
+            ("plate.png", scans.image_bytes([scans.render_page(SCAN_FACT)], "PNG"), "image/png"),
         ]:
             error = error_of(await client.call("upload_to_lightrag", upload_args(filename, data, mime)))
             assert error["error_code"] == "EXTRACTION_FAILED", (filename, error)

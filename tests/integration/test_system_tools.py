@@ -69,7 +69,7 @@ async def test_clear_cache_reports_sizes_before_and_after_and_keeps_the_extracti
 async def in_process_rag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[Any, Any]]:
     """LightRAG built as the worker builds it, with two documents sharing 'Acme Corporation'."""
     from rag_worker.bindings import build_components
-    from rag_worker.storage.engine import import_lightrag, new_lightrag
+    from rag_worker.storage.lightrag_setup import import_lightrag, new_lightrag
 
     monkeypatch.chdir(tmp_path)  # LightRAG reads ./.env
     import_lightrag()
@@ -235,6 +235,7 @@ async def test_uploads_and_failed_uploads_are_audited_without_their_content(home
 @pytest.fixture
 async def worker_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
     """A real worker state (engines, settings) in-process, with quotas of 2 documents and 4 KB."""
+    from rag_worker.app import warm_up
     from rag_worker.context import WorkerRuntime
 
     monkeypatch.chdir(tmp_path)
@@ -251,7 +252,7 @@ async def worker_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Async
     )
     state = WorkerRuntime(settings=settings, limiter=anyio.CapacityLimiter(2), notify=nothing, send_raw=nothing)
     async with anyio.create_task_group() as tg:
-        await state.warm_up(lambda job: tg.start_soon(job))
+        await warm_up(state, lambda job: tg.start_soon(job))
         try:
             yield state
         finally:

@@ -430,7 +430,6 @@ def operation(bench: Bench, name: str) -> Callable[[Tally], Awaitable[str]]:
 
 
 # ----------------------------------------------------------------------------------- tests
-@pytest.mark.parametrize("name", list(KILL_WINDOWS))
 async def dead_worker_run(
     bench: Bench,
     case: str,
@@ -463,6 +462,24 @@ async def dead_worker_run(
     finish_run(case, run, bench, tally, allowed, problems)
 
 
+async def alternating_runs(
+    bench: Bench,
+    label: str,
+    make_fault: Callable[[int, Tally], Fault],
+    problems: list[str],
+    *,
+    last_failure: str,
+    allowed: set[str] = DEAD_WORKER,
+) -> None:
+    """RUNS dead-worker runs, uploads and queries in turn, each hit by the fault."""
+    for run in range(RUNS):
+        name = "upload" if run % 2 == 0 else "query"
+        window = KILL_WINDOWS[name]
+        await dead_worker_run(
+            bench, f"{label}_{name}", run, name, window, make_fault, problems, last_failure=last_failure, allowed=allowed
+        )
+
+
 @pytest.mark.parametrize("name", list(KILL_WINDOWS))
 async def test_sigkill_of_the_worker_during(name: str, home: Path) -> None:
     """SIGKILL at a random moment of back-to-back calls: the call in flight answers
@@ -488,18 +505,7 @@ async def test_sigstop_of_the_worker_is_detected_and_replaced(home: Path) -> Non
     killed and replaced, the call in flight answers WORKER_RESTARTED, nothing is lost."""
     problems: list[str] = []
     async with bench_server(home, 10) as bench:
-        for run in range(RUNS):
-            name = "upload" if run % 2 == 0 else "query"
-            await dead_worker_run(
-                bench,
-                f"sigstop_{name}",
-                run,
-                name,
-                KILL_WINDOWS[name],
-                stop_worker,
-                problems,
-                last_failure="did not answer a ping",
-            )
+        await alternating_runs(bench, "sigstop", stop_worker, problems, last_failure="did not answer a ping")
     assert not problems, problems
 
 
@@ -525,19 +531,14 @@ async def test_the_worker_closing_its_output_is_a_dead_worker(home: Path) -> Non
     close_stdout call included, answer WORKER_RESTARTED."""
     problems: list[str] = []
     async with bench_server(home, 20) as bench:
-        for run in range(RUNS):
-            name = "upload" if run % 2 == 0 else "query"
-            await dead_worker_run(
-                bench,
-                f"stdout_closed_{name}",
-                run,
-                name,
-                KILL_WINDOWS[name],
-                close_output(bench),
-                problems,
-                last_failure="closed its output",
-                allowed=DEAD_WORKER | {"close_stdout:WORKER_RESTARTED"},
-            )
+        await alternating_runs(
+            bench,
+            "stdout_closed",
+            close_output(bench),
+            problems,
+            last_failure="closed its output",
+            allowed=DEAD_WORKER | {"close_stdout:WORKER_RESTARTED"},
+        )
     assert not problems, problems
 
 

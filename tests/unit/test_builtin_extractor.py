@@ -265,11 +265,8 @@ async def test_output_is_bounded_by_chunk_length() -> None:
     # Every row costs an embedding (and another one each time a later document
     # merges into it), so a chunk yields rows in proportion to its length, each
     # with one short description.
-    from rag_worker.embedded.text_entities import (
-        MAX_CODE_DESC_CHARS,
-        MAX_RELATION_DESC_CHARS,
-        density_limits,
-    )
+    from rag_worker.embedded.text_descriptions import MAX_CODE_DESC_CHARS, MAX_RELATION_DESC_CHARS
+    from rag_worker.embedded.text_entities import density_limits
 
     sentences = [f"{first} {last} of {org} met {other} in {city} to discuss the quarterly "
                  f"budget, the hiring plan and the new office lease in considerable detail."

@@ -13,7 +13,7 @@ def test_query_statistics_count_modes_latencies_and_errors_per_workspace() -> No
     stats = CallStats()
     stats.record("alice", "lightrag_query", 0.010, "ok", {"mode": "local", "metadata": {"cache_hit": False}})
     stats.record("alice", "lightrag_query", 0.030, "ok", {"mode": "naive", "metadata": {"cache_hit": True}})
-    stats.record("alice", "query_lightrag", 0.020, "NO_RESULTS_FOUND", arguments={})
+    stats.record("alice", "query_lightrag", 0.020, "INVALID_PARAMETER", arguments={})
     stats.record("bob", "lightrag_query", 0.5, "ok", {"mode": "global"})
     with pytest.raises(RagError), stats.timing("alice", "lightrag_query", {"mode": "hybrid"}):
         raise RagError(ErrorCode.PROCESSING_TIMEOUT)
@@ -21,7 +21,7 @@ def test_query_statistics_count_modes_latencies_and_errors_per_workspace() -> No
     queries = query_stats(records)
     assert queries["total"] == 4 and queries["succeeded"] == 2
     assert queries["by_mode"] == {"local": 1, "naive": 1, "mix": 1, "hybrid": 1}
-    assert queries["errors_by_code"] == {"PROCESSING_TIMEOUT": 1} and queries["no_results"] == 1
+    assert queries["errors_by_code"] == {"INVALID_PARAMETER": 1, "PROCESSING_TIMEOUT": 1}
     assert queries["cache_hit_rate"] == 0.5 and queries["latency_ms"]["max"] == 30.0
     assert "global" not in str(queries)  # bob's call is not in alice's numbers
     performance = performance_stats(records, 60.0)

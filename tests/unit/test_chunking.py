@@ -18,7 +18,7 @@ pytestmark = pytest.mark.anyio
 
 @cache
 def tokenizer() -> Any:
-    from rag_worker.embedded.models import make_offline_tokenizer
+    from rag_worker.embedded.offline_tokenizer import make_offline_tokenizer
 
     return make_offline_tokenizer()
 

@@ -29,8 +29,12 @@ def test_when_a_document_may_be_deleted(state: str, busy: bool, force: bool, exp
 
 
 def test_options_default_to_cascade_without_backup_or_force() -> None:
-    assert DeleteOptions.from_args(None) == DeleteOptions(cascade=True, backup=False, force=False)
-    assert DeleteOptions.from_args({"cascade_delete": False, "force_delete": True}) == DeleteOptions(False, False, True)
+    def options(sent: dict | None) -> DeleteOptions:  # as the worker gets them: defaults filled in
+        arguments = {"document_ids": ["doc-1"]} | ({} if sent is None else {"delete_options": sent})
+        return DeleteOptions.from_args(DELETE_DOCUMENTS.with_defaults(arguments)["delete_options"])
+
+    assert options(None) == DeleteOptions(cascade=True, backup=False, force=False)
+    assert options({"cascade_delete": False, "force_delete": True}) == DeleteOptions(False, False, True)
 
 
 def contribution(only_entities: list[str], only_relations: list[tuple[str, str]]) -> Contribution:

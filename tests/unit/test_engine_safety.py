@@ -1,4 +1,4 @@
-"""Two guards the worker puts around LightRAG's saves (rag_worker.storage.engine): the graph file is
+"""Two guards the worker puts around LightRAG's saves (rag_worker.storage.lightrag_setup): the graph file is
 serialized in memory before it is written, and a query whose closing cache save fails still
 answers.  Both were found by the disk-full fault test (tests/reliability/test_faults.py)."""
 
@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import networkx
 import pytest
 
-from rag_worker.storage.engine import _graph_saves_through_memory, _query_done_best_effort
+from rag_worker.storage.lightrag_setup import _graph_saves_through_memory, _query_done_best_effort
 
 pytestmark = pytest.mark.anyio
 
@@ -47,6 +47,6 @@ async def test_a_query_whose_cache_save_fails_still_answers(caplog: pytest.LogCa
         raise OSError(errno.ENOSPC, "No space left on device")
 
     rag = SimpleNamespace(llm_response_cache=SimpleNamespace(index_done_callback=full_disk))
-    with caplog.at_level(logging.WARNING, logger="rag_worker.storage.engine"):
+    with caplog.at_level(logging.WARNING, logger="rag_worker.storage.lightrag_setup"):
         await _query_done_best_effort(rag)()  # no exception: the query's answer goes back
     assert saves == ["tried"] and "could not be saved after a query" in caplog.text

@@ -22,24 +22,16 @@ from pathlib import Path
 import pytest
 
 from protocol.errors import ErrorCode, RagError
-from rag_worker.ingest import (
-    DocFormat,
-    ExtractedDocument,
-    data_files,
-    detect_format,
-    extract_code,
-    extract_csv,
-    extract_document,
-    extract_docx,
-    extract_html,
-    extract_isolated,
-    extract_json,
-    extract_pptx,
-    extract_xlsx,
-    office,
-    ooxml,
-    shutdown_extractors,
-)
+from rag_worker.ingest import data_files, office, ooxml
+from rag_worker.ingest.data_files import extract_csv, extract_json
+from rag_worker.ingest.detection import detect_format
+from rag_worker.ingest.extracted import ExtractedDocument
+from rag_worker.ingest.extraction import extract_document
+from rag_worker.ingest.formats import DocFormat
+from rag_worker.ingest.html_text import extract_html
+from rag_worker.ingest.isolation import extract_isolated, shutdown_extractors
+from rag_worker.ingest.office import extract_docx, extract_pptx, extract_xlsx
+from rag_worker.ingest.source_code import extract_code
 from tests.fixtures.documents import (
     BILLION_LAUGHS_DTD,
     inject_doctype,
@@ -606,7 +598,8 @@ def test_extractor_dies_with_the_worker(tmp_path: Path) -> None:
     script = f"""
 import os, signal, threading, time
 from pathlib import Path
-from rag_worker.ingest import DocFormat, extract_isolated
+from rag_worker.ingest.formats import DocFormat
+from rag_worker.ingest.isolation import extract_isolated
 from tests.unit.test_ingest_formats import write_pid_and_hang
 threading.Thread(target=extract_isolated, args=({str(pid_file).encode()!r}, DocFormat.TEXT),
                  kwargs={{"timeout": 600, "extractor": write_pid_and_hang}}, daemon=True).start()

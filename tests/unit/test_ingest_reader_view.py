@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from protocol.errors import ErrorCode, RagError
-from rag_worker.ingest.document import ExtractedDocument
+from rag_worker.ingest.detection import describe_content, detect_format
+from rag_worker.ingest.extracted import ExtractedDocument
 from rag_worker.ingest.extraction import extract_document
 from rag_worker.ingest.failures import FAILURES, Failure, advice_for
-from rag_worker.ingest.formats import describe_content, detect_format
 from rag_worker.ingest.legacy_office import OLE2_MAGIC
 from rag_worker.ingest.normalize import normalize_document, normalize_text
 from tests.fixtures.documents import make_pdf

@@ -12,19 +12,14 @@ import pytest
 from pypdf import PdfReader
 
 from protocol.errors import ErrorCode, RagError
-from rag_worker.ingest import (
-    DocFormat,
-    count_words,
-    data_url_mime,
-    decode_base64,
-    detect_format,
-    extract_document,
-    extract_pdf,
-    extract_text_document,
-    sanitize_filename,
-    validate_metadata,
-)
-from rag_worker.ingest.validation import BYTES_PER_MB
+from rag_worker.ingest.detection import detect_format
+from rag_worker.ingest.extracted import count_words
+from rag_worker.ingest.extraction import extract_document
+from rag_worker.ingest.formats import DocFormat
+from rag_worker.ingest.metadata import validate_metadata
+from rag_worker.ingest.pdf import extract_pdf
+from rag_worker.ingest.text import extract_text_document
+from rag_worker.ingest.validation import BYTES_PER_MB, data_url_mime, decode_base64, sanitize_filename
 from tests.fixtures.documents import (
     REAL_WORLD_PDF_PAGES,
     REAL_WORLD_PDF_PHRASE,

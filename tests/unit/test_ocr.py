@@ -7,8 +7,10 @@ import pytest
 
 from config.settings import ConfigError
 from protocol.errors import ErrorCode, RagError
-from rag_worker.ingest import DocFormat, detect_format, extract_isolated
+from rag_worker.ingest.detection import detect_format
 from rag_worker.ingest.extraction import extract_document
+from rag_worker.ingest.formats import DocFormat
+from rag_worker.ingest.isolation import extract_isolated
 from rag_worker.ingest.ocr import OcrOptions, lines_in_reading_order, ocr_options_from_env, page_ranges
 from tests.fixtures.documents import make_image_only_pdf
 from tests.fixtures.scans import (

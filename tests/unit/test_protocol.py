@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from protocol import (
@@ -126,7 +128,7 @@ def test_an_unknown_error_code_from_the_pipe_becomes_internal_error() -> None:
 
 
 def test_tool_method_schemas_are_closed_and_bounded() -> None:
-    def walk(schema: dict, where: str) -> None:
+    def walk(schema: dict[str, Any], where: str) -> None:
         kind = schema.get("type")
         for option in schema.get("anyOf", []):
             walk(option, where)

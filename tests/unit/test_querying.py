@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from rag_worker.operations.querying import query_param
+from typing import Any
+
+from protocol import methods as m
+from rag_worker.operations import querying
+
+
+def query_param(args: dict[str, Any], *, stream: bool, with_llm: bool) -> Any:
+    """LightRAG's QueryParam for arguments as the worker gets them (schema defaults filled in)."""
+    return querying.query_param(m.QUERY.with_defaults(args), stream=stream, with_llm=with_llm)
 
 
 def history(n: int) -> list[dict[str, str]]:

@@ -16,12 +16,18 @@ class Clock:
         return self.now
 
 
-def test_the_call_past_the_limit_is_refused_with_rate_limited_and_a_wait() -> None:
+def limiter_after_two_calls(seconds_apart: float) -> tuple[Clock, RateLimiter]:
+    """A limit of 2 per minute, already used by two calls `seconds_apart` seconds apart."""
     clock = Clock()
     limiter = RateLimiter(2, clock=clock)
     limiter.check("ws")
-    clock.now += 10
+    clock.now += seconds_apart
     limiter.check("ws")
+    return clock, limiter
+
+
+def test_the_call_past_the_limit_is_refused_with_rate_limited_and_a_wait() -> None:
+    clock, limiter = limiter_after_two_calls(10)
     with pytest.raises(RagError) as refused:
         limiter.check("ws")
     assert refused.value.code == ErrorCode.RATE_LIMITED and refused.value.retryable
@@ -29,11 +35,7 @@ def test_the_call_past_the_limit_is_refused_with_rate_limited_and_a_wait() -> No
 
 
 def test_the_window_slides_and_refused_calls_do_not_count() -> None:
-    clock = Clock()
-    limiter = RateLimiter(2, clock=clock)
-    limiter.check("ws")
-    clock.now += 30
-    limiter.check("ws")
+    clock, limiter = limiter_after_two_calls(30)
     for _ in range(5):
         with pytest.raises(RagError):
             limiter.check("ws")

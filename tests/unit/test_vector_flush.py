@@ -36,7 +36,7 @@ async def rag(tmp_path: Path) -> Any:
     from lightrag import LightRAG
     from lightrag.utils import EmbeddingFunc
 
-    from rag_worker.embedded.models import make_offline_tokenizer
+    from rag_worker.embedded.offline_tokenizer import make_offline_tokenizer
 
     async def no_llm(*args: Any, **kwargs: Any) -> str:
         return ""

@@ -1,0 +1,40 @@
+"""The worker's composition root: builds its long-lived parts and wires them together.
+
+The worker server constructs a `WorkerRuntime` (settings, thread limiter, the pipe's
+notify) and, once its task group runs, calls `warm_up`, which builds the parts every call
+uses — the LightRAG engines of the workspaces and the batch-job runner, given the function
+that runs a job — and does what must work before the worker says it is ready.  Lower layers
+never import this module: each part receives what it needs from here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+
+from protocol import methods as m
+from rag_worker.context import WorkerRuntime
+from rag_worker.operations.batches import run_batch
+from rag_worker.operations.job_runner import BatchRunner, RunningJob
+from rag_worker.storage.engine import EngineRegistry, Spawn
+from rag_worker.storage.lightrag_setup import import_lightrag
+
+
+async def warm_up(runtime: WorkerRuntime, spawn: Spawn) -> None:
+    """Build the runtime's engines and batch runner; everything that must work before the worker is ready.
+
+    `spawn` starts background work (indexing, batch jobs) that outlives the call that queued it."""
+    runtime.lightrag_version = await anyio.to_thread.run_sync(import_lightrag, limiter=runtime.limiter)
+
+    async def announce_blocking(seconds: float, reason: str) -> None:
+        await runtime.notify(m.BLOCKING, {"seconds": seconds, "reason": reason})
+
+    async def run_job(running: RunningJob) -> None:
+        await run_batch(runtime, running)
+
+    runtime.engines = EngineRegistry(runtime.settings, runtime.limiter, spawn, announce_blocking)
+    runtime.engines.check_data_dir()
+    await anyio.to_thread.run_sync(runtime.engines.placement.check_servers)
+    runtime.batches = BatchRunner(Path(runtime.settings.data_dir), spawn, run_job)
+    spawn(runtime.batches.resume_all)  # batches a previous worker left unfinished
