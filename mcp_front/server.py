@@ -97,11 +97,11 @@ class FrontApp:
                     ctx.params, ctx.meta, self.settings.user_id, self.settings.default_workspace
                 )
                 arguments = self.catalogue.arguments_for(tool, params.name, params.arguments or {})
-                arguments = self.catalogue.validate(tool, arguments)
+                filled = self.catalogue.validate(tool, arguments)
                 if tool.rate_limited:
                     self.rate_limiter.check(identity.workspace)
-                with self.call_stats.timing(identity.workspace, tool.name, arguments) as timing:
-                    result = timing.result = await self._serve(ctx, tool, identity, arguments, cid)
+                with self.call_stats.timing(identity.workspace, tool.name, filled) as timing:
+                    result = timing.result = await self._serve(ctx, tool, identity, arguments, filled, cid)
                 return tool_result(result, tool.render(result))
             except RagError as exc:
                 log.info("%s failed: %s", params.name, exc)
@@ -118,8 +118,11 @@ class FrontApp:
         tool: Tool,
         identity: Identity,
         arguments: dict[str, Any],
+        filled: dict[str, Any],
         cid: str,
     ) -> dict[str, Any]:
+        """Answer the call: a front-answered tool with the defaults filled in; else the worker, which
+        gets what the caller sent (it fills the same defaults, and audits the call as sent)."""
         progress_token = (ctx.meta or {}).get("progress_token")
         context = CallContext(
             workspace=identity.workspace,
@@ -142,7 +145,7 @@ class FrontApp:
             )
 
         if tool.front_handler is not None:
-            return await tool.front_handler(self._front_call(identity, arguments, call_worker))
+            return await tool.front_handler(self._front_call(identity, filled, call_worker))
         result = await call_worker(tool.method.name, arguments, tool.timeout or self.settings.call_timeout)
         if not isinstance(result, dict):
             raise RagError(ErrorCode.INTERNAL_ERROR)

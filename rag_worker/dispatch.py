@@ -60,8 +60,8 @@ async def dispatch(state: WorkerRuntime, handlers: Mapping[str, Handler], reques
     arguments = request.params.get("arguments")
     if not isinstance(arguments, dict):
         raise RagError(ErrorCode.INVALID_PARAMETER, "The call has no arguments object.")
-    arguments = spec.with_defaults(arguments)
     handler = with_storage_errors(handler)
+    filled = spec.with_defaults(arguments)
     if audited(spec):
-        return await record_call(context, context.tool or request.method, arguments, handler)
-    return await handler(context, arguments)
+        return await record_call(context, context.tool or request.method, arguments, lambda: handler(context, filled))
+    return await handler(context, filled)

@@ -139,11 +139,12 @@ def read_entries(path: Path, start: float | None, end: float | None, limit: int)
     return matched[:limit], len(matched)
 
 
-Handler = Callable[[Any, dict[str, Any]], Awaitable[Any]]
 
 
-async def record_call(ctx: Any, tool: str, arguments: dict[str, Any], handler: Handler) -> Any:
-    """Run `handler` and append its outcome to the workspace's audit log, whatever happens."""
+async def record_call(ctx: Any, tool: str, arguments: dict[str, Any], run: Callable[[], Awaitable[Any]]) -> Any:
+    """Run the call and append its outcome to the workspace's audit log, whatever happens.
+
+    `arguments` are summarised as the caller sent them (not with the defaults `run` fills in)."""
     started = time.time()
     entry: dict[str, Any] = {
         "ts": round(started, 3),
@@ -155,7 +156,7 @@ async def record_call(ctx: Any, tool: str, arguments: dict[str, Any], handler: H
     }
     path = audit_path(ctx.state.engines.workspace_dir(ctx.workspace))
     try:
-        result = await handler(ctx, arguments)
+        result = await run()
     except RagError as exc:
         entry |= {"result": exc.code.value, "error": exc.message[:300]}
         raise
