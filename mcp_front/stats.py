@@ -6,6 +6,7 @@ Every figure about calls is filtered to the caller's workspace: nobody sees anot
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from config.reporting import iso, percentiles, stats_request
@@ -107,23 +108,23 @@ async def system_stats(call: FrontCall) -> dict[str, Any]:
     return result
 
 
+def _p50_note(queries: dict[str, Any]) -> str:
+    p50 = queries["latency_ms"]["p50"]
+    return f" (p50 {p50:.0f} ms)" if p50 is not None else ""
+
+
+#: One clause of the message per category present in the result.
+_CLAUSES: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
+    ("queries", lambda q: f"{q['total']} queries{_p50_note(q)}"),
+    ("documents", lambda d: f"{d['processed']} documents processed, {d['failed']} failed"),
+    ("storage", lambda s: f"{s['total_bytes'] / 2**20:.1f} MB stored"),
+    ("restarts", lambda r: f"{r['worker_restarts']} worker restarts"),
+    ("audit", lambda a: f"{a['returned']} of {a['matched']} audit entries"),
+)
+
+
 def _message(result: dict[str, Any]) -> str:
     period = result["time_range"]
     parts = [f"Statistics from {period['start'] or 'the start'} to {period['end']}"]
-    queries = result.get("queries")
-    if queries is not None:
-        p50 = queries["latency_ms"]["p50"]
-        parts.append(f"{queries['total']} queries" + (f" (p50 {p50:.0f} ms)" if p50 is not None else ""))
-    documents = result.get("documents")
-    if documents is not None:
-        parts.append(f"{documents['processed']} documents processed, {documents['failed']} failed")
-    storage = result.get("storage")
-    if storage is not None:
-        parts.append(f"{storage['total_bytes'] / 2**20:.1f} MB stored")
-    restarts = result.get("restarts")
-    if restarts is not None:
-        parts.append(f"{restarts['worker_restarts']} worker restarts")
-    audit = result.get("audit")
-    if audit is not None:
-        parts.append(f"{audit['returned']} of {audit['matched']} audit entries")
+    parts += [clause(result[key]) for key, clause in _CLAUSES if result.get(key) is not None]
     return "; ".join(parts) + "."

@@ -80,18 +80,35 @@ class WorkerRuntime:
 
 @dataclass
 class RequestContext:
-    """What a handler knows about the call it serves."""
+    """What a handler knows about the call it serves: the worker, the request, the caller."""
 
     state: WorkerRuntime
     request_id: Any
-    workspace: str = ""
-    user_id: str | None = None
-    correlation_id: str = "-"
-    wants_progress: bool = False
-    roots: tuple[str, ...] = ()  # the client's MCP roots (path tools only)
-    tool: str = ""  # the MCP tool name the call came in as (audit entries name it)
+    call: CallContext = field(default_factory=lambda: CallContext(workspace="", correlation_id="-"))
     arrived: float = field(default_factory=time.monotonic)  # waits are budgeted from here
     _last_progress: float = -1.0
+
+    @property
+    def workspace(self) -> str:
+        return self.call.workspace
+
+    @property
+    def user_id(self) -> str | None:
+        return self.call.user_id
+
+    @property
+    def correlation_id(self) -> str:
+        return self.call.correlation_id
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        """The client's MCP roots (path tools only)."""
+        return self.call.roots
+
+    @property
+    def tool(self) -> str:
+        """The MCP tool name the call came in as (audit entries name it)."""
+        return self.call.tool
 
     def deadline(self, seconds: float) -> float:
         """The monotonic time `seconds` after the call arrived (its answer budget)."""
@@ -104,21 +121,11 @@ class RequestContext:
     @classmethod
     def from_envelope(cls, state: WorkerRuntime, request_id: Any, context: Any) -> RequestContext:
         """The context of a tool call, from its envelope's `context` (a `CallContext` on the wire)."""
-        call = CallContext.from_wire(context, fallback_id=request_id)
-        return cls(
-            state,
-            request_id,
-            workspace=call.workspace,
-            user_id=call.user_id,
-            correlation_id=call.correlation_id,
-            wants_progress=call.progress,
-            roots=call.roots,
-            tool=call.tool,
-        )
+        return cls(state, request_id, CallContext.from_wire(context, fallback_id=request_id))
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress to the client (only when it asked; values must increase)."""
-        if not self.wants_progress or progress <= self._last_progress:
+        if not self.call.progress or progress <= self._last_progress:
             return
         self._last_progress = progress
         params: dict[str, Any] = {"id": self.request_id, "progress": progress}

@@ -124,6 +124,7 @@ async def in_process_echo(calls: int) -> list[float]:
     """The same echo handler called directly in this process: the floor without any transport."""
     from config.settings import load_settings
     from protocol import methods as m
+    from protocol.context import CallContext
     from rag_worker.context import RequestContext, WorkerRuntime
     from rag_worker.handlers.system import debug
 
@@ -131,7 +132,7 @@ async def in_process_echo(calls: int) -> list[float]:
         return None
 
     state = WorkerRuntime(settings=load_settings({}), limiter=anyio.CapacityLimiter(1), notify=nothing, send_raw=nothing)
-    context = RequestContext(state, 1, workspace="bench", correlation_id="bench")
+    context = RequestContext(state, 1, CallContext(workspace="bench", correlation_id="bench"))
     samples = []
     for _ in range(calls):
         elapsed, _ = await timed(lambda: debug(context, m.DEBUG.with_defaults({"action": "echo", "text": "x"})))

@@ -31,6 +31,7 @@ if str(PROJECT_ROOT) not in sys.path:
 
 from config.settings import load_settings  # noqa: E402
 from protocol import methods as m  # noqa: E402
+from protocol.context import CallContext  # noqa: E402
 from rag_worker.app import warm_up  # noqa: E402
 from rag_worker.context import RequestContext, WorkerRuntime  # noqa: E402
 
@@ -102,7 +103,7 @@ async def main() -> None:
         state = WorkerRuntime(load_settings({"WORKING_DIR": data_dir}), anyio.CapacityLimiter(4), ignore, ignore)
         async with anyio.create_task_group() as background:
             await warm_up(state, background.start_soon)  # as the worker server does
-            ctx = RequestContext(state, 1, workspace="bench_documents")
+            ctx = RequestContext(state, 1, CallContext(workspace="bench_documents", correlation_id="bench"))
             ws = await state.engines.get(ctx.workspace)
             began = time.perf_counter()
             await populate(ws, options.docs)

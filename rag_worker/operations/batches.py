@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 
 from protocol import ErrorCode, RagError
+from protocol.context import CallContext
 from rag_worker.context import RequestContext, WorkerRuntime
 from rag_worker.ingest.detection import detect_format
 from rag_worker.ingest.formats import FORMATS, DocFormat
@@ -55,7 +56,7 @@ log = logging.getLogger("rag_worker.operations.batches")
 async def run_batch(state: WorkerRuntime, running: RunningJob) -> None:
     """Run one job to its end: prepare its items, follow them, remove a folder's missing files."""
     job = running.job
-    ctx = RequestContext(state, f"job-{job.id}", workspace=job.workspace, correlation_id=job.id[-8:])
+    ctx = RequestContext(state, f"job-{job.id}", CallContext(workspace=job.workspace, correlation_id=job.id[-8:]))
     try:
         ws = await state.engines.get(job.workspace)
     except RagError as exc:

@@ -270,6 +270,7 @@ async def in_process_worker(data_dir: Path, workspace: str, wait_seconds: str) -
     """The worker's own state and handlers in this process (real LightRAG), for situations the
     server cannot be steered into from outside, such as a document nothing is indexing."""
     from config.settings import load_settings
+    from protocol.context import CallContext
     from rag_worker.app import warm_up
     from rag_worker.context import RequestContext, WorkerRuntime
 
@@ -281,7 +282,7 @@ async def in_process_worker(data_dir: Path, workspace: str, wait_seconds: str) -
     async with anyio.create_task_group() as background:
         await warm_up(state, background.start_soon)  # as the worker server does
         try:
-            yield RequestContext(state, 1, workspace=workspace)
+            yield RequestContext(state, 1, CallContext(workspace=workspace, correlation_id="test"))
         finally:
             await state.close()
 

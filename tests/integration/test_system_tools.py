@@ -261,12 +261,13 @@ async def worker_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Async
 
 
 async def test_check_quota_refuses_documents_and_bytes_past_the_limits(worker_state: Any) -> None:
+    from protocol.context import CallContext
     from rag_worker.context import RequestContext
     from rag_worker.operations.indexing import index_document
     from rag_worker.operations.limits import check_quota
     from rag_worker.storage.catalog import SourceDocument
 
-    ctx = RequestContext(worker_state, "test", workspace="quota_ws", correlation_id="c1")
+    ctx = RequestContext(worker_state, "test", CallContext(workspace="quota_ws", correlation_id="c1"))
     ws = await worker_state.engines.get("quota_ws")
     await check_quota(ctx, ws, 1000)  # empty knowledge base: fine
     first = await index_document(ctx, SourceDocument("a.md", DOC_A, "text/markdown", 1500))
