@@ -26,7 +26,6 @@ from protocol.methods.ingest import (
     INSERT_TEXT,
     UPLOAD,
     UPLOAD_FAMILIES,
-    FormatFamily,
     upload_formats_text,
 )
 from protocol.methods.query import QUERY, QUERY_SIMPLE, STREAM_QUERY
@@ -81,7 +80,6 @@ __all__ = [
     "EXIT_DATA_DIR",
     "EXIT_REASONS",
     "INGEST_TIMEOUT",
-    "FormatFamily",
     "GET_GRAPH",
     "GET_STATUS",
     "HEALTH",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from protocol.schema import MethodSpec, array, boolean, integer, nullable, number, obj, open_object, string
 
 MAX_BASE64_CHARS = 100_000_000  # the byte limit itself is LIGHTRAG_MCP_MAX_FILE_MB, checked by the worker
@@ -12,32 +10,14 @@ INGEST_TIMEOUT = 600.0  # seconds the front waits for an ingestion (or a large e
 
 
 
-@dataclass(frozen=True)
-class FormatFamily:
-    """A kind of document as users name it, and the worker's formats it covers (by their
-    `rag_worker.ingest.formats.DocFormat` value: the front does not import the worker)."""
-
-    label: str
-    formats: tuple[str, ...]
-
-
-#: What an upload may be, in the words of its tool description (a test checks the worker's table).
-UPLOAD_FAMILIES = (
-    FormatFamily("PDF or scan", ("pdf",)),
-    FormatFamily("image", ("png", "jpeg", "tiff")),
-    FormatFamily("Office or OpenDocument", ("docx", "pptx", "xlsx", "odt", "ods", "odp")),
-    FormatFamily("EPUB", ("epub",)),
-    FormatFamily("RTF", ("rtf",)),
-    FormatFamily("HTML", ("html",)),
-    FormatFamily("Markdown", ("markdown",)),
-    FormatFamily("text", ("text", "csv", "json")),
-    FormatFamily("code", ("code",)),
-)
+#: What an upload may be, in the words of its tool description: each of the worker's formats
+#: names one of these as its `family` (rag_worker.ingest.formats; a test checks both ways).
+UPLOAD_FAMILIES = ("PDF or scan", "image", "Office or OpenDocument", "EPUB", "RTF", "HTML", "Markdown", "text", "code")
 
 
 def upload_formats_text() -> str:
     """'PDF or scan, image, …, code': the families an upload may be, for the tool description."""
-    return ", ".join(family.label for family in UPLOAD_FAMILIES)
+    return ", ".join(UPLOAD_FAMILIES)
 
 
 METADATA = {

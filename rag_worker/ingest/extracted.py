@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode, RagError
+
+from .ocr import OcrOptions
+
+
+@dataclass(frozen=True)
+class ExtractOptions:
+    """What an extractor may need besides the bytes: the file's name (source files name it in
+    their header line), the page bound (PDFs, TIFFs) and whether scans are read by OCR."""
+
+    filename: str | None = None
+    max_pages: int = 2_000
+    ocr: OcrOptions = field(default_factory=OcrOptions)
+
+
+#: A format's extractor: the bytes, already identified as that format, to their text.
+Extractor = Callable[[bytes, ExtractOptions], "ExtractedDocument"]
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 `FORMATS` says for each format its extensions, the MIME types that may declare it
 (with the aliases clients really send), the type stored with the document, and how to
-recognise its content.  Adding a format means adding a `DocFormat` member, a `FormatSpec`
-row and an extractor in `extract_document`.  Deciding which format an upload is, from its
+recognise its content, how the upload tool names it (`family`) and its extractor.  Adding a
+format means a `DocFormat` member and a `FormatSpec` row here, beside its extractor's module.  Deciding which format an upload is, from its
 extension, declared type and bytes, is `detection.detect_format`.
 """
 
@@ -13,7 +13,11 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .html_text import looks_like_html
+from .data_files import extract_csv, extract_json
+from .epub import extract_epub
+from .extracted import ExtractedDocument, ExtractOptions, Extractor
+from .html_text import extract_html, looks_like_html
+from .images import extract_image
 from .magic import (
     looks_like_jpeg,
     looks_like_json,
@@ -22,9 +26,13 @@ from .magic import (
     looks_like_text,
     looks_like_tiff,
 )
+from .office import extract_docx, extract_pptx, extract_xlsx
 from .ooxml import OfficeKind, is_office_kind
-from .rtf import looks_like_rtf
-from .source_code import LANGUAGES, MIME_TYPES
+from .opendocument import extract_odp, extract_ods, extract_odt
+from .pdf import extract_pdf
+from .rtf import extract_rtf, looks_like_rtf
+from .source_code import LANGUAGES, MIME_TYPES, extract_code
+from .text import extract_text_document
 from .zip_packages import PackageKind, is_package_kind
 
 # Declared types that mean "I don't know": the extension and the bytes decide.
@@ -62,6 +70,15 @@ def _package(kind: PackageKind) -> Callable[[bytes], bool]:
     return lambda data: is_package_kind(data, kind)
 
 
+def _bytes_only(extract: Callable[[bytes], ExtractedDocument]) -> Extractor:
+    """An extractor that needs nothing but the bytes."""
+    return lambda data, _options: extract(data)
+
+
+def _image(data: bytes, options: ExtractOptions) -> ExtractedDocument:
+    return extract_image(data, ocr=options.ocr, max_pages=options.max_pages)
+
+
 @dataclass(frozen=True)
 class FormatSpec:
     """What identifies one format and how it is named.
@@ -80,6 +97,8 @@ class FormatSpec:
     is_text: bool
     canonical_mime: str
     noun: str
+    family: str  # how the upload tool's description names it: one of protocol's UPLOAD_FAMILIES
+    extract: Extractor  # its text, as `extraction.extract_document` asks for it
     #: A folder walk takes it without being asked (images are not: a repository's icons and
     #: screenshots are rarely documents, and each costs seconds of OCR).
     walked: bool = True
@@ -101,6 +120,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime="application/pdf",
             noun="a PDF",
+            family="PDF or scan",
+            extract=lambda data, o: extract_pdf(data, max_pages=o.max_pages, ocr=o.ocr),
         ),
         FormatSpec(
             DocFormat.MARKDOWN,
@@ -112,6 +133,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=True,
             canonical_mime="text/markdown",
             noun="Markdown",
+            family="Markdown",
+            extract=lambda data, _: extract_text_document(data, DocFormat.MARKDOWN),
         ),
         FormatSpec(
             DocFormat.TEXT,
@@ -122,6 +145,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=True,
             canonical_mime="text/plain",
             noun="plain text",
+            family="text",
+            extract=lambda data, _: extract_text_document(data, DocFormat.TEXT),
         ),
         FormatSpec(
             DocFormat.HTML,
@@ -132,6 +157,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=True,
             canonical_mime="text/html",
             noun="HTML",
+            family="HTML",
+            extract=_bytes_only(extract_html),
         ),
         FormatSpec(
             DocFormat.DOCX,
@@ -143,6 +170,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime=f"{_OOXML}.wordprocessingml.document",
             noun="a Word document (DOCX)",
+            family="Office or OpenDocument",
+            extract=_bytes_only(extract_docx),
         ),
         FormatSpec(
             DocFormat.PPTX,
@@ -153,6 +182,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime=f"{_OOXML}.presentationml.presentation",
             noun="a PowerPoint presentation (PPTX)",
+            family="Office or OpenDocument",
+            extract=_bytes_only(extract_pptx),
         ),
         FormatSpec(
             DocFormat.XLSX,
@@ -163,6 +194,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime=f"{_OOXML}.spreadsheetml.sheet",
             noun="an Excel workbook (XLSX)",
+            family="Office or OpenDocument",
+            extract=_bytes_only(extract_xlsx),
         ),
         FormatSpec(
             DocFormat.CSV,
@@ -185,6 +218,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=True,
             canonical_mime="text/csv",
             noun="CSV",
+            family="text",
+            extract=_bytes_only(extract_csv),
         ),
         FormatSpec(
             DocFormat.JSON,
@@ -195,6 +230,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=True,
             canonical_mime="application/json",
             noun="JSON",
+            family="text",
+            extract=_bytes_only(extract_json),
         ),
         FormatSpec(
             DocFormat.ODT,
@@ -205,6 +242,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime=f"{_ODF}.text",
             noun="an OpenDocument text (ODT)",
+            family="Office or OpenDocument",
+            extract=_bytes_only(extract_odt),
         ),
         FormatSpec(
             DocFormat.ODS,
@@ -215,6 +254,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime=f"{_ODF}.spreadsheet",
             noun="an OpenDocument spreadsheet (ODS)",
+            family="Office or OpenDocument",
+            extract=_bytes_only(extract_ods),
         ),
         FormatSpec(
             DocFormat.ODP,
@@ -225,6 +266,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime=f"{_ODF}.presentation",
             noun="an OpenDocument presentation (ODP)",
+            family="Office or OpenDocument",
+            extract=_bytes_only(extract_odp),
         ),
         FormatSpec(
             DocFormat.RTF,
@@ -236,6 +279,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime="application/rtf",
             noun="an RTF document",
+            family="RTF",
+            extract=_bytes_only(extract_rtf),
         ),
         FormatSpec(
             DocFormat.EPUB,
@@ -246,6 +291,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime="application/epub+zip",
             noun="an EPUB e-book",
+            family="EPUB",
+            extract=_bytes_only(extract_epub),
         ),
         FormatSpec(
             DocFormat.CODE,
@@ -256,8 +303,10 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=True,
             canonical_mime="text/plain",
             noun="source code",
+            family="code",
+            extract=lambda data, o: extract_code(data, o.filename),
         ),
-        # Images are read by OCR (`images.extract_image`).
+        # Images are read by OCR.
         FormatSpec(
             DocFormat.PNG,
             "PNG image",
@@ -267,6 +316,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime="image/png",
             noun="a PNG image",
+            family="image",
+            extract=_image,
             walked=False,
         ),
         FormatSpec(
@@ -278,6 +329,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime="image/jpeg",
             noun="a JPEG image",
+            family="image",
+            extract=_image,
             walked=False,
         ),
         FormatSpec(
@@ -289,6 +342,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime="image/tiff",
             noun="a TIFF image",
+            family="image",
+            extract=_image,
             walked=False,
         ),
     )
