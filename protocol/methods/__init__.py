@@ -15,32 +15,12 @@ for a request and `worker/blocking` before a known blocking section; the front s
 from __future__ import annotations
 
 from protocol.methods import documents, editing, graph, ingest, query, system
-from protocol.methods.documents import DELETE_DOCUMENTS, LIST_DOCUMENTS
-from protocol.methods.editing import UPDATE_ENTITY
-from protocol.methods.graph import ENTITY_RELATIONSHIPS, GET_GRAPH, SEARCH_ENTITIES
-from protocol.methods.ingest import (
-    BATCH_PROCESS,
-    GET_STATUS,
-    INGEST_TIMEOUT,
-    INSERT_FILE,
-    INSERT_TEXT,
-    UPLOAD,
-    UPLOAD_FAMILIES,
-    upload_formats_text,
-)
-from protocol.methods.query import QUERY, QUERY_SIMPLE, STREAM_QUERY
-from protocol.methods.system import (
-    CALL_CONTEXT,
-    CLEAR_CACHE,
-    DEBUG,
-    HEALTH,
-    PING,
-    READY_PARAMS,
-    SHUTDOWN,
-    STATUS,
-    SYSTEM_STATS,
-    VERSIONS,
-)
+from protocol.methods.documents import *  # noqa: F403  (each area's __all__: its specs and shared names)
+from protocol.methods.editing import *  # noqa: F403
+from protocol.methods.graph import *  # noqa: F403
+from protocol.methods.ingest import *  # noqa: F403
+from protocol.methods.query import *  # noqa: F403
+from protocol.methods.system import *  # noqa: F403
 from protocol.schema import MethodSpec
 
 PROTOCOL_VERSION = 1
@@ -68,42 +48,21 @@ METHODS: dict[str, MethodSpec] = {
 }
 
 __all__ = [
-    "BATCH_PROCESS",
     "BLOCKING",
-    "CALL_CONTEXT",
     "CANCEL",
-    "CLEAR_CACHE",
-    "DEBUG",
-    "DELETE_DOCUMENTS",
-    "ENTITY_RELATIONSHIPS",
     "EXIT_CONFIGURATION",
     "EXIT_DATA_DIR",
     "EXIT_REASONS",
-    "INGEST_TIMEOUT",
-    "GET_GRAPH",
-    "GET_STATUS",
-    "HEALTH",
-    "INSERT_FILE",
-    "INSERT_TEXT",
-    "LIST_DOCUMENTS",
     "MAX_BLOCKING_LEASE_S",
     "METHODS",
     "MethodSpec",
-    "PING",
     "PROGRESS",
     "PROTOCOL_VERSION",
-    "QUERY",
-    "QUERY_SIMPLE",
     "READY",
-    "READY_PARAMS",
-    "SEARCH_ENTITIES",
-    "SHUTDOWN",
-    "STATUS",
-    "STREAM_QUERY",
-    "SYSTEM_STATS",
-    "UPDATE_ENTITY",
-    "UPLOAD",
-    "UPLOAD_FAMILIES",
-    "VERSIONS",
-    "upload_formats_text",
 ]
+__all__ += system.__all__
+__all__ += ingest.__all__
+__all__ += query.__all__
+__all__ += documents.__all__
+__all__ += graph.__all__
+__all__ += editing.__all__

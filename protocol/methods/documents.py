@@ -155,4 +155,6 @@ DELETE_DOCUMENTS = MethodSpec(
     "documents/delete", DELETE_DOCUMENTS_PARAMS, DELETE_DOCUMENTS_RESULT, mutates=True, timeout=INGEST_TIMEOUT
 )
 
+# The methods this area declares (METHODS is built from them) and what it exports to `protocol.methods`.
 SPECS = (LIST_DOCUMENTS, DELETE_DOCUMENTS)
+__all__ = ["LIST_DOCUMENTS", "DELETE_DOCUMENTS"]

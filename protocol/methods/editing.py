@@ -83,4 +83,6 @@ UPDATE_ENTITY = MethodSpec(
     mutates=True,
 )
 
+# The methods this area declares (METHODS is built from them) and what it exports to `protocol.methods`.
 SPECS = (UPDATE_ENTITY,)
+__all__ = ["UPDATE_ENTITY"]

@@ -236,4 +236,6 @@ ENTITY_RELATIONSHIPS = MethodSpec(
     "graph/entity_relationships", ENTITY_RELATIONSHIPS_PARAMS, ENTITY_RELATIONSHIPS_RESULT
 )
 
+# The methods this area declares (METHODS is built from them) and what it exports to `protocol.methods`.
 SPECS = (GET_GRAPH, SEARCH_ENTITIES, ENTITY_RELATIONSHIPS)
+__all__ = ["GET_GRAPH", "SEARCH_ENTITIES", "ENTITY_RELATIONSHIPS"]

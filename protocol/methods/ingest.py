@@ -209,4 +209,6 @@ GET_STATUS = MethodSpec(
     ),
 )
 
+# The methods this area declares (METHODS is built from them) and what it exports to `protocol.methods`.
 SPECS = (UPLOAD, INSERT_TEXT, GET_STATUS, INSERT_FILE, BATCH_PROCESS)
+__all__ = ["UPLOAD", "INSERT_TEXT", "GET_STATUS", "INSERT_FILE", "BATCH_PROCESS", "INGEST_TIMEOUT", "UPLOAD_FAMILIES", "upload_formats_text"]

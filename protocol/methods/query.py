@@ -97,4 +97,6 @@ QUERY_SIMPLE = MethodSpec(
     QUERY_RESULT,
 )
 
+# The methods this area declares (METHODS is built from them) and what it exports to `protocol.methods`.
 SPECS = (QUERY, QUERY_SIMPLE, STREAM_QUERY)
+__all__ = ["QUERY", "QUERY_SIMPLE", "STREAM_QUERY"]

@@ -174,4 +174,6 @@ SYSTEM_STATS = MethodSpec(
     ),
 )
 
+# The methods this area declares (METHODS is built from them) and what it exports to `protocol.methods`.
 SPECS = (PING, STATUS, SHUTDOWN, HEALTH, DEBUG, CLEAR_CACHE, SYSTEM_STATS)
+__all__ = ["PING", "STATUS", "SHUTDOWN", "HEALTH", "DEBUG", "CLEAR_CACHE", "SYSTEM_STATS", "CALL_CONTEXT", "READY_PARAMS", "VERSIONS"]
