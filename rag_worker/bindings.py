@@ -33,6 +33,7 @@ from rag_worker.embedded.embedding_lanes import EmbeddingLanes, make_embedding_f
 from rag_worker.embedded.extractor import BUILTIN_LIGHTRAG_KWARGS, BUILTIN_LLM_NAME, builtin_llm_model_func
 from rag_worker.embedded.models import EMBEDDING_DIM, MODEL_NAME, OnnxSentenceEmbedder, default_threads
 from rag_worker.embedded.offline_tokenizer import make_offline_tokenizer
+from rag_worker.query_cache import remembering_queries
 
 log = logging.getLogger("rag_worker.bindings")
 
@@ -199,11 +200,12 @@ def build_remote_embedding(binding: EmbeddingBinding) -> Any:
                                      embedding_dim=dimensions, max_token_size=binding.max_token_size)
 
     async def remote_embedding(texts: list[str], **kwargs: Any) -> Any:
-        # kwargs: LightRAG may pass context="query"/"document"; these models are symmetric.
+        # kwargs: context="query"/"document" (these models are symmetric; it only picks what is remembered).
         return await embed(list(texts))
 
-    return EmbeddingFunc(embedding_dim=binding.dim, func=remote_embedding, max_token_size=binding.max_token_size,
-                         model_name=binding.model)
+    # supports_asymmetric: LightRAG passes `context` on, so a question is embedded once (query_cache).
+    return EmbeddingFunc(embedding_dim=binding.dim, func=remembering_queries(remote_embedding),
+                         max_token_size=binding.max_token_size, model_name=binding.model, supports_asymmetric=True)
 
 
 # -------------------------------------------------------------------------- helpers

@@ -10,21 +10,19 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rag_worker.query_cache import remembering_queries
+
 from .models import EMBEDDING_DIM, MAX_TOKEN_SIZE, MODEL_NAME, OnnxSentenceEmbedder
 
 if TYPE_CHECKING:
     import anyio
     from lightrag.utils import EmbeddingFunc
-
-QUERY_CACHE_SIZE = 256
-
 
 #: How much lower indexing's inference threads run than a question's (Linux nice value).
 INDEXING_NICENESS = 10
@@ -65,35 +63,21 @@ def make_embedding_func(embedder: OnnxSentenceEmbedder, lanes: EmbeddingLanes) -
     """Wrap *embedder* as LightRAG's ``EmbeddingFunc`` (384 dims, max_token_size 240).
 
     Each call runs in a worker thread and holds one token of its lane (see
-    :class:`EmbeddingLanes`). Query texts are also kept in a small cache: LightRAG embeds a
-    question more than once per query.
+    :class:`EmbeddingLanes`). A question is embedded once (`rag_worker.query_cache`).
     """
     import anyio.to_thread
     from lightrag.utils import EmbeddingFunc
-
-    recent: OrderedDict[str, np.ndarray] = OrderedDict()
 
     async def embed(texts: list[str], **kwargs: Any) -> np.ndarray:
         # The model is symmetric: "context" only chooses the lane.
         if not texts:
             return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
-        is_query = kwargs.get("context") == "query"
-        if is_query and len(texts) == 1 and texts[0] in recent:
-            recent.move_to_end(texts[0])
-            return recent[texts[0]][None, :].copy()
-        if is_query:
-            vectors = await anyio.to_thread.run_sync(embedder.embed, list(texts), limiter=lanes.query)
-        else:
-            vectors = await asyncio.get_running_loop().run_in_executor(lanes.indexing, embedder.embed, list(texts))
-        if is_query and len(texts) == 1:
-            recent[texts[0]] = vectors[0]
-            while len(recent) > QUERY_CACHE_SIZE:
-                recent.popitem(last=False)
-        return vectors
+        if kwargs.get("context") == "query":
+            return await anyio.to_thread.run_sync(embedder.embed, list(texts), limiter=lanes.query)
+        return await asyncio.get_running_loop().run_in_executor(lanes.indexing, embedder.embed, list(texts))
 
-    embed.query_cache = recent  # type: ignore[attr-defined]  # sized and cleared by lightrag_clear_cache
     # A plain closure: deepcopy (LightRAG's asdict) treats functions as atomic.
     return EmbeddingFunc(
-        embedding_dim=EMBEDDING_DIM, func=embed, max_token_size=MAX_TOKEN_SIZE, model_name=MODEL_NAME,
+        embedding_dim=EMBEDDING_DIM, func=remembering_queries(embed), max_token_size=MAX_TOKEN_SIZE, model_name=MODEL_NAME,
         supports_asymmetric=True,  # else LightRAG drops `context`, which picks the lane
     )
