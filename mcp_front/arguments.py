@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from protocol.schema import Schema
+
+if TYPE_CHECKING:
+    import jsonschema
 
 MAX_ERROR_DETAIL = 300
 

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import mcp.types as types
 
 from mcp_front.arguments import coerce_strings, describe, non_finite
 from mcp_front.tools import PROFILE_TOOLS, PROFILES, TOOLS, Tool
 from protocol import ErrorCode, RagError
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 __all__ = ["PROFILES", "PROFILE_TOOLS", "TOOLS", "Catalogue", "Tool", "coerce_strings", "tools_markdown"]
 
@@ -29,9 +31,7 @@ class Catalogue:
             for name in (tool.name, *tool.aliases):
                 self._by_name[name] = tool
         self._advertised = self._advertised_names(profile)
-        self._validators = {
-            tool.name: jsonschema.Draft202012Validator(tool.method.params_schema) for tool in self._tools
-        }
+        self._validators: dict[str, Validator] = {}
 
     def _advertised_names(self, profile: str) -> list[str]:
         """A profile's tools; a comma list may mix profiles and tool names (`librechat,lightrag_insert_file`)."""
@@ -72,10 +72,20 @@ class Catalogue:
     def list_tools(self) -> list[types.Tool]:
         return [self._by_name[name].to_mcp(name) for name in self._advertised]
 
+    def _validator(self, tool: Tool) -> Validator:
+        """The tool's argument validator, built at its first call: importing jsonschema costs
+        ~50 ms and ~5 MB that `initialize` and `tools/list` never need."""
+        validator = self._validators.get(tool.name)
+        if validator is None:
+            import jsonschema  # deferred for start-up time and memory (above)
+
+            validator = self._validators[tool.name] = jsonschema.Draft202012Validator(tool.method.params_schema)
+        return validator
+
     def validate(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
         """The arguments with the method's defaults filled in; INVALID_PARAMETER, with a message
         the model can fix its call from, when they break the schema."""
-        errors = sorted(self._validators[tool.name].iter_errors(arguments), key=lambda e: list(e.path))
+        errors = sorted(self._validator(tool).iter_errors(arguments), key=lambda e: list(e.path))
         problems = [describe(error) for error in errors[:5]]
         problems += [f"{where}: must be a finite number" for where in non_finite(arguments)][: 5 - len(problems)]
         if not problems:
