@@ -109,6 +109,19 @@ def _name_highlight(name: str, query: str, processor: Callable[[str], str]) -> s
     return highlight(name, alignment.dest_start, alignment.dest_end)
 
 
+def name_score(query: str, name: str, *, score_cutoff: float | None = None, **_: Any) -> float:
+    """How well `name` answers `query` (0-100), both already folded.
+
+    A name at least as long as the query may contain it anywhere (WRatio: "Grant" finds
+    "Ulysses S. Grant").  A shorter name must be the query, or whole words of it ("Lincoln"
+    for "Abraham Lincoln"): a fragment inside one of the query's words is not a match, though
+    WRatio's partial alignment gives "RA" 90 for "Grant" and "Ge" 90 for "Auflage".
+    """
+    if len(name) >= len(query):
+        return float(fuzz.WRatio(query, name, score_cutoff=score_cutoff))
+    return float(fuzz.token_set_ratio(query, name, score_cutoff=score_cutoff))
+
+
 def fuzzy_search(snapshot: GraphSnapshot, request: SearchRequest) -> SearchOutcome:
     names = _candidates(snapshot, request)
     minimum = DEFAULT_FUZZY_MIN_SCORE if request.min_score is None else request.min_score
@@ -119,7 +132,7 @@ def fuzzy_search(snapshot: GraphSnapshot, request: SearchRequest) -> SearchOutco
     found: dict[str, Match] = {}
     if "name" in request.fields:
         for name, score, _ in process.extract(
-            request.query, names, scorer=fuzz.WRatio, processor=processor, limit=None, score_cutoff=minimum * 100
+            request.query, names, scorer=name_score, processor=processor, limit=None, score_cutoff=minimum * 100
         ):
             found[name] = Match(
                 name,

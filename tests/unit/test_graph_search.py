@@ -49,6 +49,17 @@ def test_fuzzy_highlights_the_matching_part_and_rejects_unrelated_text() -> None
     assert names(strict) == []
 
 
+@pytest.mark.parametrize(
+    ("query", "fragment", "whole"),
+    [("Grant", "RA", "Ulysses S. Grant"), ("Auflage", "Ge", "Auflagen"), ("Abraham Lincoln", "Li", "Lincoln")],
+)
+def test_fuzzy_does_not_reward_a_fragment_of_the_query(query: str, fragment: str, whole: str) -> None:
+    """A short name found inside one of the query's words (OCR or extraction junk) is not a
+    match; a name that contains the query, or is a whole word of it, still is."""
+    graph = snapshot([node(fragment, "other"), node(whole, "person")], [])
+    assert names(fuzzy_search(graph, SearchRequest(query))) == [whole]
+
+
 def test_fuzzy_filters_by_type_and_can_search_descriptions() -> None:
     graph = people_snapshot()
     assert names(fuzzy_search(graph, SearchRequest("Helena Vargas", entity_types=frozenset({"organization"})))) == []
