@@ -8,6 +8,7 @@ from typing import Any
 
 from config.settings import Settings
 from mcp_front.front_call import FrontCall
+from mcp_front.restart_policy import WorkerState
 from protocol import ErrorCode, RagError
 from protocol import methods as m
 from protocol.schema import array, number, obj, open_object, string
@@ -51,11 +52,11 @@ async def health_check(call: FrontCall) -> dict[str, Any]:
     ok, latency), the embedding model (name, dim, latency of one embedding), the LLM endpoint
     (configured or not, reachability), configuration without secrets and statistics."""
     arguments, workspace, front_rss_mb = call.arguments, call.workspace, call.front_rss_mb
-    worker = call.snapshot.as_dict()
+    snapshot = call.snapshot
     notes: list[str] = []
     components: dict[str, Any] = {
         "front": {"status": "running", "pid": os.getpid(), "rss_mb": front_rss_mb},
-        "worker": worker,
+        "worker": snapshot.as_dict(),
     }
     status = "healthy"
     details: dict[str, Any] = {}
@@ -74,22 +75,22 @@ async def health_check(call: FrontCall) -> dict[str, Any]:
             notes.append(f"The worker did not complete the health check: {exc.code.value}: {exc.message}")
             if exc.code == ErrorCode.WORKSPACE_BUSY:
                 components["workspace"] = {"status": "busy", "workspace": workspace}
-    elif worker["state"] == "starting" and not worker.get("last_failure"):
+    elif snapshot.state is WorkerState.STARTING and not snapshot.last_failure:
         # A first start or a planned recycle: nothing is wrong, calls wait for it.
         status = "starting"
         notes.append("The worker is starting (a few seconds); calls wait for it.")
-    elif worker["state"] in {"starting", "restarting"}:
+    elif snapshot.state in {WorkerState.STARTING, WorkerState.RESTARTING}:
         status = "degraded"
         notes.append("The worker is restarting after a failure; calls wait for it briefly.")
     else:
         status = "unhealthy"
         notes.append(
             "The worker is unavailable after repeated failures; calls fail fast until a probe restart succeeds."
-            if worker["state"] == "circuit_open"
-            else f"The worker is {worker['state']}."
+            if snapshot.state is WorkerState.CIRCUIT_OPEN
+            else f"The worker is {snapshot.state.value}."
         )
-    if worker.get("last_failure") and status != "healthy":
-        notes.append(f"Last worker failure: {worker['last_failure']}.")
+    if snapshot.last_failure and status != "healthy":
+        notes.append(f"Last worker failure: {snapshot.last_failure}.")
     result: dict[str, Any] = {
         "status": status,
         "version": FRONT_VERSION,
@@ -103,6 +104,6 @@ async def health_check(call: FrontCall) -> dict[str, Any]:
     if statistics is not None:
         result["statistics"] = statistics
     if arguments["include_detailed"]:
-        result["memory"] = {"front_rss_mb": front_rss_mb, "worker_rss_mb": worker.get("rss_mb")}
+        result["memory"] = {"front_rss_mb": front_rss_mb, "worker_rss_mb": snapshot.rss_mb}
         result["limits"] = limits_of(call.settings)
     return result

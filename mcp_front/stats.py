@@ -66,19 +66,19 @@ async def system_stats(call: FrontCall) -> dict[str, Any]:
         result["queries"] = query_stats(records)
     if "performance" in categories:
         result["performance"] = performance_stats(records, span)
-    snapshot = call.snapshot.as_dict()
+    snapshot = call.snapshot
     if "restarts" in categories:
         result["restarts"] = {
-            "worker_restarts": snapshot["restarts"],
-            "worker_recycles": snapshot["recycles"],
-            "restarts_in_last_window": snapshot["restarts_recent"],
-            "worker_state": snapshot["state"],
-            "worker_uptime_s": snapshot["uptime_s"],
-            "last_failure": snapshot["last_failure"],
+            "worker_restarts": snapshot.restarts,
+            "worker_recycles": snapshot.recycles,
+            "restarts_in_last_window": snapshot.restarts_recent,
+            "worker_state": snapshot.state.value,
+            "worker_uptime_s": snapshot.uptime_s,
+            "last_failure": snapshot.last_failure,
             "note": "counted since this server process started",
         }
     if "memory" in categories:
-        result["memory"] = {"front_rss_mb": call.front_rss_mb, "worker_rss_mb": snapshot["rss_mb"]}
+        result["memory"] = {"front_rss_mb": call.front_rss_mb, "worker_rss_mb": snapshot.rss_mb}
     wanted = categories & WORKER_CATEGORIES
     if wanted:
         # The same start for both processes; the end only when the caller chose one, so the

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from config.logs import correlation_id
 from protocol import ErrorCode, MethodSpec, RagError, Request
 from protocol import methods as m
 from rag_worker.context import RequestContext, WorkerRuntime
@@ -49,14 +50,17 @@ def audited(spec: MethodSpec) -> bool:
 
 
 async def dispatch(state: WorkerRuntime, handlers: Mapping[str, Handler], request: Request) -> Any:
+    # Each request runs in its own task with its own copy of the context variables, so the id
+    # stays set for everything logged about this request (the endpoint's too) and needs no reset.
+    correlation_id.set(str(request.id))
     spec = m.METHODS.get(request.method)
     handler = handlers.get(request.method)
     if spec is None or handler is None or (spec.debug_only and not state.settings.debug_methods):
         raise RagError(ErrorCode.INVALID_PARAMETER, f"Unknown worker method {request.method!r}.")
     if not spec.tool_method:
         return await handler(RequestContext.control(state, request.id), request.params)
-    envelope = request.params.get("context")
-    context = RequestContext.from_envelope(state, request.id, envelope)
+    context = RequestContext.from_envelope(state, request.id, request.params.get("context"))
+    correlation_id.set(context.correlation_id)
     arguments = request.params.get("arguments")
     if not isinstance(arguments, dict):
         raise RagError(ErrorCode.INVALID_PARAMETER, "The call has no arguments object.")

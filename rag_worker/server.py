@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from config.logs import correlation_id, setup_logging
+from config.logs import setup_logging
 from config.settings import ConfigError, Settings, load_settings
 from protocol import Request
 from protocol import methods as m
@@ -120,11 +120,7 @@ class WorkerServer:
         )
 
     async def _serve_request(self, request: Request) -> Any:
-        """Dispatch one request under its caller's correlation id."""
-        context = request.params.get("context") or {}
-        # Each request runs in its own task with its own copy of the context, so the id
-        # stays set for the endpoint's logging of this request and needs no reset.
-        correlation_id.set(str(context.get("correlation_id") or request.id))
+        """Dispatch one request (dispatch sets its correlation id for the logs)."""
         try:
             return await dispatch(self.state, self._handlers, request)
         finally:

@@ -37,12 +37,6 @@ from rag_worker.storage.errors import seconds_since_failure
 log = logging.getLogger("rag_worker.system")
 
 
-@handles(m.PING)
-async def ping(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    """Answered on the event loop itself (the endpoint short-cuts it): a stuck loop misses pings."""
-    return ctx.state.ping()
-
-
 @handles(m.STATUS)
 async def status(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state

@@ -9,6 +9,9 @@ from protocol.errors import ErrorCode, RagError
 
 from .ocr import OcrOptions
 
+#: Most pages read of one PDF or TIFF (a bound on hostile page counts); callers may pass less.
+DEFAULT_MAX_PAGES = 2_000
+
 
 @dataclass(frozen=True)
 class ExtractOptions:
@@ -16,7 +19,7 @@ class ExtractOptions:
     their header line), the page bound (PDFs, TIFFs) and whether scans are read by OCR."""
 
     filename: str | None = None
-    max_pages: int = 2_000
+    max_pages: int = DEFAULT_MAX_PAGES
     ocr: OcrOptions = field(default_factory=OcrOptions)
 
 

@@ -6,11 +6,10 @@
 
 from __future__ import annotations
 
-from .extracted import ExtractedDocument, ExtractOptions
+from .extracted import DEFAULT_MAX_PAGES, ExtractedDocument, ExtractOptions
 from .formats import FORMATS, DocFormat
 from .normalize import normalize_document
 from .ocr import OcrOptions
-from .pdf import DEFAULT_MAX_PAGES
 
 
 def extract_document(

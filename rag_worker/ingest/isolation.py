@@ -29,11 +29,10 @@ from typing import Any
 
 from protocol.errors import ErrorCode, RagError
 
-from .extracted import ExtractedDocument
+from .extracted import DEFAULT_MAX_PAGES, ExtractedDocument
 from .extractor_process import READY, Job, serve
 from .formats import DocFormat
 from .ocr import OcrOptions, ocr_options_from_env
-from .pdf import DEFAULT_MAX_PAGES
 
 logger = logging.getLogger(__name__)
 

@@ -15,14 +15,13 @@ from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import DependencyError
 from pypdf.generic import DictionaryObject
 
-from .extracted import ExtractedDocument, ExtractOptions, count_words
+from .extracted import DEFAULT_MAX_PAGES, ExtractedDocument, count_words
 from .failures import FAILURES, Failure, refuse
 from .images import ScannedPages
 from .ocr import MIN_TEXT_CHARS, OcrOptions
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_PAGES = ExtractOptions.max_pages
 PAGE_SEPARATOR = "\n\n"
 # Producers fill /Title with these when the author left it blank; they are not titles.
 _PLACEHOLDER_TITLES = frozenset({"untitled", "(anonymous)", "anonymous", "(unspecified)", "unknown", "title"})

@@ -17,7 +17,8 @@ from rag_worker.ingest.formats import FORMATS
 
 
 def test_every_method_has_exactly_one_handler_and_every_handler_a_method() -> None:
-    assert set(HANDLERS) == set(m.METHODS)
+    # `ping` has no handler: the worker's endpoint answers it in its read loop (a stuck loop misses it).
+    assert set(HANDLERS) == set(m.METHODS) - {m.PING.name}
 
 
 def test_a_second_handler_for_a_method_is_refused() -> None:
