@@ -93,9 +93,7 @@ class FrontApp:
             if tool is None:
                 raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name[:100]}")
             try:
-                identity = resolve_identity(
-                    ctx.params, ctx.meta, self.settings.user_id, self.settings.default_workspace
-                )
+                identity = self.identify(ctx)
                 arguments = self.catalogue.arguments_for(tool, params.name, params.arguments or {})
                 filled = self.catalogue.validate(tool, arguments)
                 if tool.rate_limited:
@@ -111,6 +109,12 @@ class FrontApp:
                 return error_result(RagError(ErrorCode.INTERNAL_ERROR), cid)
         finally:
             correlation_id.reset(token)
+
+    def identify(self, ctx: ServerRequestContext[Any]) -> Identity:
+        """Who sent this request, and which workspace that is (raises RagError FORBIDDEN).
+
+        Every handler that touches a user's data (tools, resources) asks here."""
+        return resolve_identity(ctx.params, ctx.meta, self.settings.user_id, self.settings.default_workspace)
 
     async def _serve(
         self,
