@@ -12,10 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from config.backends import class_help
 
@@ -106,6 +107,60 @@ def _choice(*choices: str) -> Callable[[str, str], str]:
     return parse
 
 
+class BearerToken(NamedTuple):
+    """One `LIGHTRAG_MCP_HTTP_TOKENS` entry: who the token is, and the sha256 of the token."""
+
+    kind: str  # "user" (a person) or "gateway" (a trusted gateway that names the user in a header)
+    name: str
+    digest: str  # sha256 hex of the bearer token: the token itself is never configured
+
+
+_TOKEN_ENTRY = re.compile(r"(user|gateway):([A-Za-z0-9._@+-]{1,128}):([0-9a-fA-F]{64})")
+
+
+def _bearer_tokens(name: str, raw: str) -> tuple[BearerToken, ...]:
+    """`kind:name:sha256hex` entries, comma-separated; an error names the entry's position,
+    never its text (a pasted raw token must not reach a log)."""
+    entries: list[BearerToken] = []
+    for position, entry in enumerate((part.strip() for part in raw.split(",") if part.strip()), 1):
+        match = _TOKEN_ENTRY.fullmatch(entry)
+        if match is None:
+            raise ConfigError(
+                f"{name}: entry {position} is not kind:name:sha256-hex (kind user or gateway; get the digest of a "
+                "token with `python -m mcp_front --hash-token`, never paste the token itself)"
+            )
+        entries.append(BearerToken(match[1], match[2], match[3].lower()))
+    if len({entry.digest for entry in entries}) != len(entries):
+        raise ConfigError(f"{name}: two entries have the same token digest")
+    return tuple(entries)
+
+
+def _comma_list(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _url(name: str, raw: str) -> str:
+    value = raw.strip()
+    parsed = urllib.parse.urlparse(value)
+    if value and (parsed.scheme not in {"http", "https"} or not parsed.netloc):
+        raise ConfigError(f"{name}={raw!r} is not an http(s) URL")
+    return value
+
+
+def _http_path(name: str, raw: str) -> str:
+    value = raw.strip() or "/mcp"
+    if not re.fullmatch(r"(/[A-Za-z0-9._~-]+)+", value):
+        raise ConfigError(f"{name}={raw!r} is not a URL path such as /mcp")
+    return value
+
+
+def _header_name(name: str, raw: str) -> str:
+    value = raw.strip()
+    if not re.fullmatch(r"[A-Za-z0-9-]{1,64}", value):
+        raise ConfigError(f"{name}={raw!r} is not an HTTP header name such as X-User-Id")
+    return value
+
+
 def default_data_dir() -> str:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return str(Path(base) / "lightrag-mcp")
@@ -146,8 +201,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LIGHTRAG_MCP_WORKER_COMMAND", "", "Command that starts the worker (default: this Python with -m rag_worker).", _text, "worker"),
     Setting("LIGHTRAG_MCP_WORKER_THREADS", "4", "Threads the worker uses for CPU-bound work (parsing, embedding, export).", _int(1, 256), "worker"),
     Setting("LIGHTRAG_MCP_MAX_FRAME_MB", "64", "Largest message on the worker pipe, in MB.", _int(1, 1024), "worker"),
+    Setting("LIGHTRAG_MCP_MAX_OPEN_WORKSPACES", "8", "Workspaces (LightRAG instances) the worker keeps open; opening another closes the least recently used idle one. One in use is never closed: the bound is exceeded briefly and logged.", _int(1, 100_000), "worker"),
+    Setting("LIGHTRAG_MCP_WORKSPACE_IDLE_SECONDS", "600", "Close a workspace unused this many seconds (frees its memory and releases its lock, so another process or replica can take it); 0 = never.", _float(0, 10**7), "worker"),
     Setting("LIGHTRAG_MCP_MAX_FILE_MB", "10", "Largest uploaded file, in MB.", _float(0.001, 1024)),
-    Setting("LIGHTRAG_MCP_ALLOWED_DIRS", "", f"Directories (separated by '{os.pathsep}') from which server-side files may be ingested.", _dirs),
+    Setting("LIGHTRAG_MCP_ALLOWED_DIRS", "", f"Directories (separated by '{os.pathsep}') from which server-side files may be ingested. `{{user}}` in an entry is replaced by the caller's user id for that call (`/app/uploads/{{user}}`: each user reads only their own folder); such an entry gives no directory to a call without a user or with a user id other than letters, digits, '-' and '_'.", _dirs),
     Setting("LIGHTRAG_MCP_MAX_FOLDER_FILES", "2000", "Most files one folder ingestion may index.", _int(1, 10**6), "ingestion"),
     Setting("LIGHTRAG_MCP_OCR", "auto", "OCR for scanned PDF pages and PNG/JPEG/TIFF images with the packaged PP-OCR model: auto (pages without a text layer) or off (such files are refused).", _choice("auto", "off"), "ingestion"),
     Setting("LIGHTRAG_MCP_OCR_MAX_PAGES", "50", "Most pages of one document read by OCR; further scanned pages are skipped with a warning.", _int(1, 10_000), "ingestion"),
@@ -158,6 +215,20 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LIGHTRAG_MCP_RATE_LIMIT_PER_MINUTE", "0", "Tool calls per workspace per minute (0 = unlimited).", _int(0, 10**7), "limits"),
     Setting("LIGHTRAG_MCP_MAX_DOCUMENTS", "0", "Documents per workspace (0 = unlimited).", _int(0, 10**9), "limits"),
     Setting("LIGHTRAG_MCP_MAX_STORAGE_MB", "0", "Stored document bytes per workspace, in MB (0 = unlimited).", _float(0, 10**9), "limits"),
+    Setting("LIGHTRAG_MCP_TRANSPORT", "stdio", "stdio (one client, the default) or http (Streamable HTTP for many users; `--transport` overrides).", _choice("stdio", "http"), "http"),
+    Setting("LIGHTRAG_MCP_HTTP_HOST", "127.0.0.1", "Address the HTTP transport binds; anything but loopback needs LIGHTRAG_MCP_HTTP_TOKENS or LIGHTRAG_MCP_OAUTH_ISSUER.", _text, "http"),
+    Setting("LIGHTRAG_MCP_HTTP_PORT", "8765", "Port of the HTTP transport.", _int(1, 65535), "http"),
+    Setting("LIGHTRAG_MCP_HTTP_PATH", "/mcp", "URL path of the MCP endpoint.", _http_path, "http"),
+    Setting("LIGHTRAG_MCP_HTTP_TOKENS", "", "Bearer tokens, comma-separated `user:<name>:<sha256-hex>` (a person) or `gateway:<name>:<sha256-hex>` (a trusted gateway such as LibreChat, which names the user in LIGHTRAG_MCP_HTTP_USER_HEADER). Only digests are configured: `python -m mcp_front --hash-token` prints one.", _bearer_tokens, "http"),
+    Setting("LIGHTRAG_MCP_HTTP_USER_HEADER", "X-User-Id", "Header in which a gateway token names the user; refused from anyone else.", _header_name, "http"),
+    Setting("LIGHTRAG_MCP_HTTP_ALLOWED_HOSTS", "", "Host header values accepted besides loopback and LIGHTRAG_MCP_PUBLIC_URL's host, comma-separated (`name:*` for any port); others get 421 (DNS-rebinding protection).", _comma_list, "http"),
+    Setting("LIGHTRAG_MCP_HTTP_ALLOWED_ORIGINS", "", "Browser Origin values accepted besides loopback and LIGHTRAG_MCP_PUBLIC_URL's origin, comma-separated; others get 403. Requests without Origin (non-browser clients) are accepted.", _comma_list, "http"),
+    Setting("LIGHTRAG_MCP_HTTP_MAX_BODY_MB", "16", "Largest HTTP request body, in MB (larger: 413).", _float(0.01, 1024), "http"),
+    Setting("LIGHTRAG_MCP_OAUTH_ISSUER", "", "OAuth 2.1 resource-server mode: the authorization server whose JWTs (RS256/ES256) are accepted.", _url, "http"),
+    Setting("LIGHTRAG_MCP_OAUTH_JWKS_URL", "", "Its JWKS URL (default: jwks_uri from the issuer's discovery document).", _url, "http"),
+    Setting("LIGHTRAG_MCP_OAUTH_AUDIENCE", "", "Audience a JWT must carry (default: LIGHTRAG_MCP_PUBLIC_URL).", _text, "http"),
+    Setting("LIGHTRAG_MCP_OAUTH_USER_CLAIM", "sub", "JWT claim that names the user.", _text, "http"),
+    Setting("LIGHTRAG_MCP_PUBLIC_URL", "", "This server's MCP endpoint as clients reach it (OAuth resource id; default http://<host>:<port><path>).", _url, "http"),
     Setting("LIGHTRAG_MCP_LOG_LEVEL", "INFO", "Log level for both processes (logs go to stderr).", _log_level),
     Setting("LIGHTRAG_MCP_DEBUG_METHODS", "false", "Serve fault-injection methods (tests only).", _bool, "worker"),
     Setting("WORKING_DIR", "", "LightRAG data directory (default: $XDG_DATA_HOME/lightrag-mcp or ~/.local/share/lightrag-mcp).", _text, "lightrag"),

@@ -1,4 +1,4 @@
-"""`python -m mcp_front`: run the MCP server on stdio."""
+"""`python -m mcp_front`: run the MCP server on stdio (default) or `--transport http`."""
 
 from mcp_front.server import main
 

@@ -79,7 +79,7 @@ class Catalogue:
         if validator is None:
             import jsonschema  # deferred for start-up time and memory (above)
 
-            validator = self._validators[tool.name] = jsonschema.Draft202012Validator(tool.method.params_schema)
+            validator = self._validators[tool.name] = jsonschema.Draft202012Validator(tool.params_schema)
         return validator
 
     def validate(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:

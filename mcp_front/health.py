@@ -8,6 +8,7 @@ from typing import Any
 
 from config.settings import Settings
 from mcp_front.front_call import FrontCall
+from mcp_front.identity import IDENTITY_SOURCES
 from mcp_front.restart_policy import WorkerState
 from protocol import ErrorCode, RagError
 from protocol import methods as m
@@ -22,7 +23,7 @@ HEALTH_OUTPUT_SCHEMA = obj(
         "version": string(max_length=32),
         "uptime_s": number(maximum=1e9),
         "workspace": string(max_length=128),
-        "identity_source": string(enum=["param", "meta", "env", "default"]),
+        "identity_source": string(enum=list(IDENTITY_SOURCES)),
         "components": open_object("front, worker and (with check_dependencies) workspace state"),
         "worker_details": open_object("What the worker reports about itself, when it is reachable."),
         "statistics": open_object(

@@ -5,6 +5,10 @@ LibreChat), `_meta["lightrag/userId"]`, `LIGHTRAG_MCP_USER_ID` (the administrato
 else the default workspace.  When the environment names a user, a call naming a
 different one is refused: it is served from neither workspace.  Identity never comes from
 tool arguments, which the model writes.
+
+Over HTTP with authentication the credential names the user (`Caller`, left in the request's
+ASGI scope by the HTTP identity gate): the call's `userId`/`_meta` may repeat that user, never
+name another.
 """
 
 from __future__ import annotations
@@ -20,14 +24,29 @@ from protocol import ErrorCode, RagError
 
 META_USER_KEY = "lightrag/userId"
 MAX_USER_ID_LENGTH = 256
+#: Where identity comes from: stdio's rules, then the HTTP credentials (a person's token, a
+#: gateway token with the user header, an OAuth JWT).
+IDENTITY_SOURCES = ("param", "meta", "env", "default", "token", "gateway", "oauth")
+#: The ASGI scope key under which the HTTP identity gate leaves the `Caller`.
+CALLER_SCOPE_KEY = "lightrag_mcp.caller"
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
 @dataclass(frozen=True)
 class Identity:
     user_id: str | None
-    source: str  # "param", "meta", "env" or "default"
+    source: str  # one of IDENTITY_SOURCES
     workspace: str
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who an HTTP request comes from, as the identity gate established it.
+
+    `user_id` None: no authentication is configured (loopback only), and stdio's rules apply."""
+
+    user_id: str | None
+    source: str  # "token", "gateway", "oauth" or "unauthenticated"
 
 
 def _slug(text: str, length: int) -> str:
@@ -78,17 +97,15 @@ def resolve_identity(
     default_workspace: str,
 ) -> Identity:
     """Resolve the caller; raises RagError(FORBIDDEN) when the call contradicts the environment."""
-    param_user = _clean_user_id((raw_params or {}).get("userId"), "the call's userId")
-    meta_user = _clean_user_id((meta or {}).get(META_USER_KEY), f"_meta[{META_USER_KEY!r}]")
+    param_user, meta_user = _claimed_users(raw_params, meta)
     env_user = env_user_id.strip() or None
     if env_user is not None:
-        for claimed in (param_user, meta_user):
-            if claimed is not None and claimed != env_user:
-                raise RagError(
-                    ErrorCode.FORBIDDEN,
-                    "This server process serves one user; the call names a different user.",
-                    suggested_action="Do not retry; each user must use their own server process.",
-                )
+        _refuse_other_users(
+            (param_user, meta_user),
+            env_user,
+            "This server process serves one user; the call names a different user.",
+            "Do not retry; each user must use their own server process.",
+        )
         return Identity(env_user, "env", workspace_for(env_user, default_workspace))
     if param_user is not None:
         if meta_user is not None and meta_user != param_user:
@@ -97,3 +114,49 @@ def resolve_identity(
     if meta_user is not None:
         return Identity(meta_user, "meta", workspace_for(meta_user, default_workspace))
     return Identity(None, "default", workspace_for(None, default_workspace))
+
+
+def checked_user_id(value: str, where: str) -> str:
+    """`value` as a user id, or RagError saying in one line why it cannot be one."""
+    cleaned = _clean_user_id(value, where)
+    assert cleaned is not None
+    return cleaned
+
+
+def caller_of(request: Any) -> Caller | None:
+    """The gate's `Caller` for an HTTP request (`ctx.request`); None over stdio (no request).
+
+    An HTTP request that did not pass the gate is refused, never served by stdio's rules."""
+    if request is None:
+        return None
+    caller = getattr(request, "scope", {}).get(CALLER_SCOPE_KEY)
+    if not isinstance(caller, Caller):
+        raise RagError(ErrorCode.FORBIDDEN, "The request carries no authenticated caller.")
+    return caller
+
+
+def resolve_caller_identity(
+    user_id: str, source: str, raw_params: Mapping[str, Any] | None, meta: Mapping[str, Any] | None, default_workspace: str
+) -> Identity:
+    """The identity of an authenticated HTTP caller; the call may repeat the user, never name another."""
+    _refuse_other_users(
+        _claimed_users(raw_params, meta),
+        user_id,
+        "The call names a different user than the one its credentials authenticate.",
+        "Do not retry; a client may only act for the user its token or header names.",
+    )
+    return Identity(user_id, source, workspace_for(user_id, default_workspace))
+
+
+def _claimed_users(raw_params: Mapping[str, Any] | None, meta: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+    """The users a call names itself: its `userId` param and its `_meta` key (client-asserted)."""
+    return (
+        _clean_user_id((raw_params or {}).get("userId"), "the call's userId"),
+        _clean_user_id((meta or {}).get(META_USER_KEY), f"_meta[{META_USER_KEY!r}]"),
+    )
+
+
+def _refuse_other_users(claimed: tuple[str | None, ...], user_id: str, message: str, action: str) -> None:
+    """FORBIDDEN when the call names a user other than the one established for it."""
+    if any(name is not None and name != user_id for name in claimed):
+        raise RagError(ErrorCode.FORBIDDEN, message, suggested_action=action)

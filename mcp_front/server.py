@@ -1,8 +1,9 @@
-"""The MCP stdio server: list tools, validate and route calls, supervise the worker.
+"""The MCP server: list tools, validate and route calls, supervise the worker.
 
 Built on the SDK's low-level `Server` (handlers get the raw call params, where patched
 LibreChat puts `userId`).  The worker is started in the lifespan, in the background, so
-`initialize` and `tools/list` never wait for it.
+`initialize` and `tools/list` never wait for it.  stdio by default; `--transport http` puts
+the same server behind Streamable HTTP (mcp_front/http_transport.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 import anyio
 import mcp.types as types
-from mcp.server import Server, ServerRequestContext
+from mcp.server import InitializationOptions, NotificationOptions, Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
@@ -37,10 +38,12 @@ from mcp_front.call_stats import CallStats
 from mcp_front.catalogue import TOOLS, Catalogue, Tool, tools_markdown
 from mcp_front.front_call import CallWorker, FrontCall
 from mcp_front.health import FRONT_VERSION
-from mcp_front.identity import Identity, resolve_identity
+from mcp_front.identity import Identity, caller_of, resolve_caller_identity, resolve_identity
+from mcp_front.knowledge_bases import in_knowledge_base, take_knowledge_base
 from mcp_front.rate_limit import RateLimiter
+from mcp_front.resources import DocumentResources, WorkspaceSessions
 from mcp_front.results import error_result, tool_result
-from mcp_front.startup import PROJECT_ROOT, checked_settings
+from mcp_front.startup import PROJECT_ROOT, check_http_exposure, checked_settings
 from mcp_front.supervisor import WorkerSupervisor, front_rss_mb
 from mcp_front.wire import answer_unreadable_lines
 from mcp_front.worker_process import worker_command
@@ -70,13 +73,21 @@ def instructions_for(settings: Settings) -> str:
 class FrontApp:
     """The front's handlers and the state they share."""
 
-    def __init__(self, settings: Settings, catalogue: Catalogue, supervisor: WorkerSupervisor) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        catalogue: Catalogue,
+        supervisor: WorkerSupervisor,
+        sessions: WorkspaceSessions | None = None,
+    ) -> None:
         self.settings = settings
         self.catalogue = catalogue
         self.supervisor = supervisor
         self.started = time.monotonic()
         self.call_stats = CallStats()
         self.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
+        # Which connections act for which workspace: they hear resources/list_changed for it.
+        self.sessions = sessions if sessions is not None else WorkspaceSessions()
 
     async def on_list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -94,12 +105,15 @@ class FrontApp:
                 raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name[:100]}")
             try:
                 identity = self.identify(ctx)
+                self.sessions.watch(identity.workspace, ctx)
                 arguments = self.catalogue.arguments_for(tool, params.name, params.arguments or {})
+                knowledge_base, arguments = take_knowledge_base(tool, arguments)
                 filled = self.catalogue.validate(tool, arguments)
                 if tool.rate_limited:
-                    self.rate_limiter.check(identity.workspace)
+                    self.rate_limiter.check(identity.workspace)  # the caller's, whichever knowledge base
+                identity = in_knowledge_base(identity, knowledge_base, self.settings.default_workspace)
                 with self.call_stats.timing(identity.workspace, tool.name, filled) as timing:
-                    result = timing.result = await self._serve(ctx, tool, identity, arguments, filled, cid)
+                    result = timing.result = await self._serve(ctx, tool, identity, arguments, filled, cid, knowledge_base)
                 return tool_result(result, tool.render(result))
             except RagError as exc:
                 log.info("%s failed: %s", params.name, exc)
@@ -113,7 +127,14 @@ class FrontApp:
     def identify(self, ctx: ServerRequestContext[Any]) -> Identity:
         """Who sent this request, and which workspace that is (raises RagError FORBIDDEN).
 
-        Every handler that touches a user's data (tools, resources) asks here."""
+        Every handler that touches a user's data (tools, resources) asks here.  Over HTTP the
+        identity gate has authenticated the request (`ctx.request` is the Starlette request);
+        without authentication (loopback only) and over stdio, stdio's rules apply."""
+        caller = caller_of(ctx.request)
+        if caller is not None and caller.user_id is not None:
+            return resolve_caller_identity(
+                caller.user_id, caller.source, ctx.params, ctx.meta, self.settings.default_workspace
+            )
         return resolve_identity(ctx.params, ctx.meta, self.settings.user_id, self.settings.default_workspace)
 
     async def _serve(
@@ -124,6 +145,7 @@ class FrontApp:
         arguments: dict[str, Any],
         filled: dict[str, Any],
         cid: str,
+        knowledge_base: str | None = None,
     ) -> dict[str, Any]:
         """Answer the call: a front-answered tool with the defaults filled in; else the worker, which
         gets what the caller sent (it fills the same defaults, and audits the call as sent)."""
@@ -135,6 +157,7 @@ class FrontApp:
             user_id=identity.user_id,
             progress=progress_token is not None,
             roots=tuple(await client_roots(ctx)) if tool.uses_paths else (),
+            knowledge_base=knowledge_base,
         ).to_wire()
 
         async def forward_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -204,22 +227,41 @@ def worker_environment(settings: Settings) -> dict[str, str]:
     return env
 
 
+class FrontServer(Server[Any]):
+    """The SDK's low-level server, announcing `resources.listChanged` on every transport (the
+    Streamable HTTP session manager asks for the initialization options without any)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(resources_changed=True), experimental_capabilities, extensions
+        )
+
+
 def build_server(settings: Settings) -> tuple[Server[Any], FrontApp]:
     catalogue = Catalogue(TOOLS, profile=settings.tools, debug=settings.debug_methods)
     run_dir = Path(settings.data_dir) / "run"
     run_dir.mkdir(parents=True, exist_ok=True)
+    sessions = WorkspaceSessions()
     supervisor = WorkerSupervisor(
         settings,
         worker_command(settings.worker_command),
         env=worker_environment(settings),
         cwd=str(run_dir),  # LightRAG reads ./.env and may write ./lightrag.log: keep that here
+        on_documents_changed=sessions.changed,
     )
-    app = FrontApp(settings, catalogue, supervisor)
+    app = FrontApp(settings, catalogue, supervisor, sessions)
+    resources = DocumentResources(settings, app.identify, supervisor, sessions, app.rate_limiter)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(supervisor.run)
+            tg.start_soon(sessions.run)
             try:
                 yield {}
             finally:
@@ -227,7 +269,7 @@ def build_server(settings: Settings) -> tuple[Server[Any], FrontApp]:
                     await supervisor.stop()
                 tg.cancel_scope.cancel()
 
-    server: Server[Any] = Server(
+    server: Server[Any] = FrontServer(
         "lightrag-mcp",
         version=FRONT_VERSION,
         title="LightRAG knowledge base",
@@ -235,6 +277,9 @@ def build_server(settings: Settings) -> tuple[Server[Any], FrontApp]:
         lifespan=lifespan,
         on_list_tools=app.on_list_tools,
         on_call_tool=app.on_call_tool,
+        on_list_resources=resources.on_list_resources,
+        on_list_resource_templates=resources.on_list_resource_templates,
+        on_read_resource=resources.on_read_resource,
     )
     return server, app
 
@@ -244,6 +289,14 @@ async def serve(settings: Settings) -> None:
     async with stdio_server() as (raw_read_stream, write_stream):
         async with answer_unreadable_lines(raw_read_stream, write_stream) as read_stream:
             await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def serve_over_http(settings: Settings) -> None:
+    """The same server and front behind Streamable HTTP, for every session and user."""
+    from mcp_front.http_transport import serve_http  # uvicorn and the auth stack: HTTP only
+
+    server, front = build_server(settings)
+    await serve_http(settings, server, front)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -261,14 +314,41 @@ def main(argv: list[str] | None = None) -> None:
     if "--env-example" in args:
         sys.stdout.write(env_example())
         return
+    if "--hash-token" in args:
+        sys.exit(hash_token(option_value(args, "--hash-token")))
     try:
+        transport = option_value(args, "--transport")
         settings = checked_settings()
+        transport = transport or settings.transport
+        if transport not in {"stdio", "http"}:
+            raise ConfigError(f"--transport {transport!r} is not one of stdio, http")
+        if transport == "http":
+            check_http_exposure(settings)
         Catalogue(TOOLS, profile=settings.tools, debug=settings.debug_methods)
     except (ConfigError, ValueError) as exc:
         sys.stderr.write(f"lightrag-mcp: configuration error: {exc}\n")
         sys.exit(2)
     setup_logging("mcp_front", settings.log_level)
     try:
-        anyio.run(serve, settings)
+        anyio.run(serve_over_http if transport == "http" else serve, settings)
     except KeyboardInterrupt:
         pass
+
+
+def option_value(args: list[str], flag: str) -> str | None:
+    """The value of `--flag VALUE` or `--flag=VALUE` (None when absent or given no value)."""
+    for index, arg in enumerate(args):
+        if arg.startswith(f"{flag}="):
+            return arg.split("=", 1)[1]
+        if arg == flag and index + 1 < len(args) and not args[index + 1].startswith("--"):
+            return args[index + 1]
+    return None
+
+
+def hash_token(label: str | None) -> int:
+    """`--hash-token [user:NAME|gateway:NAME]`: print the digest of the token read on stdin."""
+    from mcp_front.auth import hash_token_command
+
+    code, text = hash_token_command(label, sys.stdin.readline())
+    (sys.stdout if code == 0 else sys.stderr).write(text if code == 0 else f"lightrag-mcp: {text}\n")
+    return code

@@ -55,6 +55,37 @@ def load_env_file() -> None:
             os.environ.setdefault(key, value)
 
 
+def check_http_exposure(settings: Settings) -> None:
+    """Over HTTP, a server reachable from the network authenticates its callers (SPEC §1)."""
+    authenticated = http_authentication_configured(settings)
+    if not is_loopback(settings.http_host) and not authenticated:
+        raise ConfigError(
+            f"LIGHTRAG_MCP_HTTP_HOST={settings.http_host!r} is not a loopback address: set LIGHTRAG_MCP_HTTP_TOKENS "
+            "or LIGHTRAG_MCP_OAUTH_ISSUER so network callers are authenticated (or bind 127.0.0.1)"
+        )
+    if settings.oauth_jwks_url and not settings.oauth_issuer:
+        raise ConfigError("LIGHTRAG_MCP_OAUTH_JWKS_URL is set without LIGHTRAG_MCP_OAUTH_ISSUER (tokens are checked against both)")
+    if authenticated and settings.user_id:
+        raise ConfigError(
+            "LIGHTRAG_MCP_USER_ID pins one user, but over authenticated HTTP the token or OAuth claim names the user: unset it"
+        )
+
+
+def http_authentication_configured(settings: Settings) -> bool:
+    return bool(settings.http_tokens or settings.oauth_issuer)
+
+
+def is_loopback(host: str) -> bool:
+    """`localhost`, 127.0.0.0/8 or ::1 (brackets allowed)."""
+    import ipaddress
+
+    bare = host.strip().strip("[]")
+    try:
+        return bare == "localhost" or ipaddress.ip_address(bare).is_loopback
+    except ValueError:
+        return False
+
+
 def checked_settings() -> Settings:
     """The settings, once everything the server needs before serving has been checked."""
     load_env_file()

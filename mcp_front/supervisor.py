@@ -30,7 +30,7 @@ import psutil
 
 from config.settings import Settings
 from mcp_front.restart_policy import Decision, Outcome, RestartPolicy, WorkerState
-from mcp_front.worker_process import ProgressCallback, WorkerGone, WorkerProcess
+from mcp_front.worker_process import DocumentsChanged, ProgressCallback, WorkerGone, WorkerProcess
 from protocol import ErrorCode, RagError
 from protocol import methods as m
 
@@ -77,8 +77,10 @@ class WorkerSupervisor:
         *,
         env: Mapping[str, str],
         cwd: str,
+        on_documents_changed: DocumentsChanged | None = None,
     ) -> None:
         self.settings = settings
+        self._on_documents_changed = on_documents_changed  # each worker's `documents/changed` goes here
         self.policy = RestartPolicy.from_settings(settings)
         self._command = list(command)
         self._env = dict(env)
@@ -173,6 +175,7 @@ class WorkerSupervisor:
             env=self._env,
             cwd=self._cwd,
             max_frame_bytes=self.settings.max_frame_mb * 1024 * 1024,
+            on_documents_changed=self._on_documents_changed,
         )
         self._current = worker
         self._recycle_reason = None

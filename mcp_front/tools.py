@@ -3,7 +3,8 @@
 A `Tool` adds only presentation to its `MethodSpec` (title, description, aliases, how its result
 reads, MCP annotations); what both sides of the pipe need (schemas with their defaults,
 read-only or not, debug-only, timeout) comes from the spec.  A tool the front answers itself
-(health, statistics) names its `front_handler`.
+(health, statistics) names its `front_handler`.  Every tool that works in one knowledge base
+also takes the optional `workspace` argument (`mcp_front.knowledge_bases`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import mcp.types as types
 
 from mcp_front.front_call import FrontHandler
 from mcp_front.health import HEALTH_OUTPUT_SCHEMA, health_check
+from mcp_front.knowledge_bases import LIST_TOOL, with_workspace
 from mcp_front.render import Renderer, compact_renderer, render_documents, render_json, render_query
 from mcp_front.stats import system_stats
 from protocol import ErrorCode, MethodSpec
@@ -51,6 +53,7 @@ class Tool:
     render: Renderer = render_json
     front_handler: FrontHandler | None = None  # the front answers the tool itself (no worker call needed)
     rate_limited: bool = True
+    scoped: bool = True  # works in one knowledge base: takes the optional `workspace` argument
 
     @property
     def read_only(self) -> bool:
@@ -66,9 +69,14 @@ class Tool:
         return self.method.timeout
 
     @property
+    def params_schema(self) -> Schema:
+        """The arguments the front validates: the method's, plus `workspace` for a scoped tool."""
+        return with_workspace(self.method.params_schema) if self.scoped else self.method.params_schema
+
+    @property
     def input_schema(self) -> Schema:
-        """The arguments as advertised (the method's schema without its quiet defaults)."""
-        return self.method.input_schema
+        """The arguments as advertised (`params_schema` without its quiet defaults)."""
+        return with_workspace(self.method.input_schema) if self.scoped else self.method.input_schema
 
     def to_mcp(self, name: str | None = None) -> types.Tool:
         return types.Tool(
@@ -91,17 +99,14 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="upload_to_lightrag",
         title="Upload a document",
-        description=(
-            f"Add a file ({m.upload_formats_text()}) as base64; returns its document id, or a track_id for "
-            "lightrag_get_status if indexing runs long."
-        ),
+        description=f"Index a file ({m.upload_formats_text()}).",
         method=m.UPLOAD,
         idempotent=True,
     ),
     Tool(
         name="lightrag_insert_text",
         title="Insert text",
-        description="Index a text, e.g. notes or an article.",
+        description="Index a text.",
         method=m.INSERT_TEXT,
         idempotent=True,
     ),
@@ -117,8 +122,8 @@ TOOLS: tuple[Tool, ...] = (
         name="lightrag_query",
         title="Query the knowledge base",
         description=(
-            "Answer a question from the knowledge base (with an LLM), else return the relevant passages with "
-            "their sources."
+            "Answer a question from the knowledge base; without an LLM, return the relevant passages with their "
+            "sources."
         ),
         method=m.QUERY,
         idempotent=True,
@@ -133,6 +138,8 @@ TOOLS: tuple[Tool, ...] = (
         idempotent=True,
         field_errors=(("mode", ErrorCode.INVALID_QUERY_MODE),),
         render=render_query,
+        # The model reads the same result as lightrag_query's; only a client's progress display differs.
+        in_default=False,
     ),
     Tool(
         name="query_lightrag",
@@ -156,9 +163,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_batch_process",
         title="Index a batch",
-        description=(
-            "Index many files, texts or URLs at once; long batches return a batch_id for lightrag_get_status."
-        ),
+        description="Index many files, texts or URLs at once.",
         method=m.BATCH_PROCESS,
         uses_paths=True,
     ),
@@ -171,9 +176,18 @@ TOOLS: tuple[Tool, ...] = (
         idempotent=True,
     ),
     Tool(
+        name=LIST_TOOL,
+        title="List knowledge bases",
+        description="Your knowledge bases (the workspace values tools take) with their document counts.",
+        method=m.LIST_KNOWLEDGE_BASES,
+        render=compact_renderer("knowledge_bases"),
+        idempotent=True,
+        scoped=False,  # lists the caller's knowledge bases, whichever one a call would name
+    ),
+    Tool(
         name="lightrag_delete_documents",
         title="Delete documents",
-        description="Delete documents with their chunks and the entities and relations only they support.",
+        description="Delete documents and the chunks, entities and relations only they support.",
         method=m.DELETE_DOCUMENTS,
         render=compact_renderer(*DELETE_STATED),
         destructive=True,
@@ -182,10 +196,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_get_graph",
         title="Knowledge graph",
-        description=(
-            "The knowledge graph or the part around an entity, type or question, as JSON, GraphML, GEXF, Cypher "
-            "or Mermaid."
-        ),
+        description="The knowledge graph, or the part around an entity, type or question.",
         method=m.GET_GRAPH,
         render=compact_renderer(*GRAPH_STATED),
         idempotent=True,
@@ -197,7 +208,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_search_entities",
         title="Search entities",
-        description="Find knowledge-graph entities by name (exact, fuzzy, regex) or meaning (semantic).",
+        description="Find knowledge-graph entities by name or meaning.",
         method=m.SEARCH_ENTITIES,
         render=compact_renderer(*SEARCH_STATED),
         idempotent=True,

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -28,8 +28,11 @@ log = logging.getLogger("mcp_front.worker")
 
 # The front's name for the endpoint's PeerGone: the worker exited or was killed mid-call.
 WorkerGone = PeerGone
+# Told the workspace whose documents changed (`documents/changed`); called from the pipe's
+# read loop, so it must only queue, never wait.
+DocumentsChanged = Callable[[str], None]
 
-__all__ = ["ProgressCallback", "WorkerGone", "WorkerProcess", "worker_command"]
+__all__ = ["DocumentsChanged", "ProgressCallback", "WorkerGone", "WorkerProcess", "worker_command"]
 
 
 class WorkerProcess:
@@ -42,8 +45,10 @@ class WorkerProcess:
         env: Mapping[str, str],
         cwd: str,
         max_frame_bytes: int,
+        on_documents_changed: DocumentsChanged | None = None,
     ) -> None:
         self.command = list(command)
+        self._on_documents_changed = on_documents_changed
         self._env = dict(env)
         self._cwd = cwd
         self._process: anyio.abc.Process | None = None
@@ -200,6 +205,10 @@ class WorkerProcess:
                 time.monotonic() - self.spawned_at,
                 (message.params.get("versions") or {}).get("lightrag"),
             )
+        elif message.method == m.DOCUMENTS_CHANGED:
+            workspace = message.params.get("workspace")
+            if self._on_documents_changed is not None and isinstance(workspace, str) and workspace:
+                self._on_documents_changed(workspace[:256])
         elif message.method == m.BLOCKING:
             seconds = min(max(float(message.params.get("seconds") or 0), 0.0), m.MAX_BLOCKING_LEASE_S)
             self.blocking_until = time.monotonic() + seconds

@@ -2,6 +2,10 @@
 
 The front resolves who is calling and builds a `CallContext`; the worker reads it back with
 `CallContext.from_wire`.  Its wire form is `protocol.methods.CALL_CONTEXT`.
+
+A named knowledge base is a workspace nested in its owner's: `<owner>__kb_<slug>_<hash>`
+(`mcp_front.identity.workspace_for`), so the worker can list one caller's knowledge bases
+from the owner's workspace name alone.
 """
 
 from __future__ import annotations
@@ -10,6 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol.errors import ErrorCode, RagError
+
+#: What separates the owner's workspace from a named knowledge base's part in a workspace name.
+KNOWLEDGE_BASE_INFIX = "__kb_"
+#: The longest knowledge base name a caller may use.
+MAX_KNOWLEDGE_BASE_NAME = 40
+#: What a caller calls its default knowledge base (the one a call without `workspace` uses).
+DEFAULT_KNOWLEDGE_BASE = "default"
 
 
 @dataclass(frozen=True)
@@ -22,6 +33,7 @@ class CallContext:
     user_id: str | None = None
     progress: bool = False  # the client asked for progress notifications
     roots: tuple[str, ...] = ()  # the client's MCP roots as local paths (tools that read the disk)
+    knowledge_base: str | None = None  # the named knowledge base as the caller wrote it; None: the default
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {
@@ -34,6 +46,8 @@ class CallContext:
             wire["user_id"] = self.user_id
         if self.roots:
             wire["roots"] = list(self.roots)
+        if self.knowledge_base is not None:
+            wire["knowledge_base"] = self.knowledge_base
         return wire
 
     @classmethod
@@ -44,6 +58,7 @@ class CallContext:
         if not isinstance(wire, dict) or not wire.get("workspace"):
             raise RagError(ErrorCode.INVALID_PARAMETER, "The call carries no workspace context.")
         user_id = wire.get("user_id")
+        knowledge_base = wire.get("knowledge_base")
         return cls(
             workspace=str(wire["workspace"]),
             correlation_id=str(wire.get("correlation_id") or fallback_id or "-"),
@@ -51,4 +66,5 @@ class CallContext:
             user_id=None if user_id is None else str(user_id),
             progress=bool(wire.get("progress")),
             roots=tuple(str(root) for root in wire.get("roots") or ()),
+            knowledge_base=None if knowledge_base is None else str(knowledge_base),
         )

@@ -16,9 +16,11 @@ import anyio
 from protocol import methods as m
 from rag_worker.context import WorkerRuntime
 from rag_worker.operations.batches import run_batch
+from rag_worker.operations.changes import announce_indexing_done
 from rag_worker.operations.job_runner import BatchRunner, RunningJob
 from rag_worker.storage.engine import EngineRegistry, Spawn
 from rag_worker.storage.lightrag_setup import import_lightrag
+from rag_worker.storage.workspace import Workspace
 
 
 async def warm_up(runtime: WorkerRuntime, spawn: Spawn) -> None:
@@ -33,8 +35,12 @@ async def warm_up(runtime: WorkerRuntime, spawn: Spawn) -> None:
     async def run_job(running: RunningJob) -> None:
         await run_batch(runtime, running)
 
-    runtime.engines = EngineRegistry(runtime.settings, runtime.limiter, spawn, announce_blocking)
+    async def indexing_done(ws: Workspace) -> None:
+        await announce_indexing_done(runtime.notify, ws)
+
+    runtime.engines = EngineRegistry(runtime.settings, runtime.limiter, spawn, announce_blocking, indexing_done)
     runtime.engines.check_data_dir()
     await anyio.to_thread.run_sync(runtime.engines.placement.check_servers)
     runtime.batches = BatchRunner(Path(runtime.settings.data_dir), spawn, run_job)
     spawn(runtime.batches.resume_all)  # batches a previous worker left unfinished
+    spawn(runtime.engines.sweep_forever)  # idle workspaces close, their locks go to whoever needs them

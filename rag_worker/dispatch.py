@@ -19,6 +19,7 @@ from protocol import methods as m
 from rag_worker.context import RequestContext, WorkerRuntime
 from rag_worker.operations.audit import record_call
 from rag_worker.storage.errors import with_storage_errors
+from rag_worker.storage.knowledge_bases import record_knowledge_base
 
 Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[Any]]
 
@@ -61,6 +62,7 @@ async def dispatch(state: WorkerRuntime, handlers: Mapping[str, Handler], reques
         return await handler(RequestContext.control(state, request.id), request.params)
     context = RequestContext.from_envelope(state, request.id, request.params.get("context"))
     correlation_id.set(context.correlation_id)
+    record_knowledge_base(state.settings.data_dir, context.call)
     arguments = request.params.get("arguments")
     if not isinstance(arguments, dict):
         raise RagError(ErrorCode.INVALID_PARAMETER, "The call has no arguments object.")

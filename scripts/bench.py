@@ -6,7 +6,9 @@
     .venv/bin/python scripts/bench.py --json bench.json --markdown bench.md
 
 Sub-benchmarks: startup, bridge, upload, indexing (with queries and concurrency), chat (a question
-while the same workspace indexes a large PDF; how long an upload holds the turn), hang.
+while the same workspace indexes a large PDF; how long an upload holds the turn), hang; and, only
+when named in --only, multiuser (many users through one Streamable HTTP server against one stdio
+server per user: scripts/bench_multiuser.py).
 The server runs for real over stdio through `mcp.ClientSession`; the floor is LightRAG
 called directly in one process with the same configuration (`rag_worker.bindings` +
 `rag_worker.storage.lightrag_setup.lightrag_kwargs`), or pypdf alone, or a bare `mcp` server.
@@ -324,7 +326,7 @@ def markdown(results: Results, machine: dict[str, Any]) -> str:
         if not entry.get("n"):
             continue
         floor = entry.get("floor", {}).get("median", "—")
-        extra = {k: v for k, v in entry.items() if k in {"accuracy", "errors", "pings_missed", "throughput_qps"}}
+        extra = {k: v for k, v in entry.items() if k in {"accuracy", "errors", "leaks", "pings_missed", "throughput_qps"}}
         note = f" ({', '.join(f'{k} {v}' for k, v in extra.items())})" if extra else ""
         lines.append(
             f"| {name}{note} | {entry['median']} {entry['unit']} | {entry['p95']} | {entry['min']} / {entry['max']} "
@@ -358,13 +360,18 @@ async def main_async(args: argparse.Namespace) -> Results:
         if "hang" in chosen:
             sys.stderr.write("hang\n")
             await bench_hang(results, home / "hang", 2 if quick else 5)
+        if "multiuser" in chosen:
+            from scripts.bench_multiuser import Options, bench_multiuser
+
+            sys.stderr.write("multiuser: one HTTP server for many users vs one stdio server per user\n")
+            await bench_multiuser(results, home / "multiuser", Options.quick() if quick else Options())
     return results
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer runs and smaller corpora (a few minutes)")
-    parser.add_argument("--only", help="comma list of: startup, bridge, upload, indexing, chat, hang")
+    parser.add_argument("--only", help="comma list of: startup, bridge, upload, indexing, chat, hang, multiuser")
     parser.add_argument("--sizes", help="corpus sizes for indexing, e.g. 10,100,1000")
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
     parser.add_argument("--markdown", type=Path, help="write the Markdown table here")

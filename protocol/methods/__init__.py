@@ -8,17 +8,18 @@ Two kinds of methods:
   MCP tool's `inputSchema`) and resolved the caller's workspace into `context`.
 
 Notifications travel both ways: the worker announces `worker/ready`, reports `$/progress`
-for a request and `worker/blocking` before a known blocking section; the front sends
-`$/cancelRequest`.
+for a request, `worker/blocking` before a known blocking section and `documents/changed`
+when a workspace's document set changed; the front sends `$/cancelRequest`.
 """
 
 from __future__ import annotations
 
-from protocol.methods import documents, editing, graph, ingest, query, system
+from protocol.methods import documents, editing, graph, ingest, knowledge_bases, query, system
 from protocol.methods.documents import *  # noqa: F403  (each area's __all__: its specs and shared names)
 from protocol.methods.editing import *  # noqa: F403
 from protocol.methods.graph import *  # noqa: F403
 from protocol.methods.ingest import *  # noqa: F403
+from protocol.methods.knowledge_bases import *  # noqa: F403
 from protocol.methods.query import *  # noqa: F403
 from protocol.methods.system import *  # noqa: F403
 from protocol.schema import MethodSpec
@@ -33,6 +34,9 @@ PROGRESS = "$/progress"
 # set-up, e.g. Milvus): missed pings inside that lease are not a hang. `seconds: 0` ends it.
 BLOCKING = "worker/blocking"
 MAX_BLOCKING_LEASE_S = 120.0
+# The set of documents of `workspace` changed (indexing finished or failed, documents deleted):
+# the front tells that workspace's MCP sessions `notifications/resources/list_changed`.
+DOCUMENTS_CHANGED = "documents/changed"
 
 # Why a worker exited at start-up, by exit code (the front puts it in health and logs).
 EXIT_CONFIGURATION = 2
@@ -44,12 +48,13 @@ EXIT_REASONS = {
 
 # Every method of every area, by name: an area declares a method by listing it in its SPECS.
 METHODS: dict[str, MethodSpec] = {
-    spec.name: spec for area in (system, ingest, query, documents, graph, editing) for spec in area.SPECS
+    spec.name: spec for area in (system, ingest, query, documents, graph, editing, knowledge_bases) for spec in area.SPECS
 }
 
 __all__ = [
     "BLOCKING",
     "CANCEL",
+    "DOCUMENTS_CHANGED",
     "EXIT_CONFIGURATION",
     "EXIT_DATA_DIR",
     "EXIT_REASONS",
@@ -66,3 +71,4 @@ __all__ += query.__all__
 __all__ += documents.__all__
 __all__ += graph.__all__
 __all__ += editing.__all__
+__all__ += knowledge_bases.__all__

@@ -1,4 +1,4 @@
-"""Document-management tool methods: list and delete documents."""
+"""Document-management methods: list and delete documents (tools), read one document (MCP resources)."""
 
 from __future__ import annotations
 
@@ -150,11 +150,25 @@ DELETE_DOCUMENTS_RESULT = obj(
     closed=False,
 )
 
+READ_DOCUMENT_PARAMS = obj({"document_id": DOCUMENT_ID}, required=["document_id"])
+
+READ_DOCUMENT_RESULT = obj(
+    {
+        "document": DOCUMENT_SUMMARY,
+        "text": string("The document's full text as LightRAG stored it.", max_length=2**31),
+        "text_chars": integer("Characters of the whole stored text.", maximum=2**31),
+        "truncated": boolean("The text was cut to fit the worker pipe (LIGHTRAG_MCP_MAX_FRAME_MB)."),
+    },
+    closed=False,
+)
+
 LIST_DOCUMENTS = MethodSpec("documents/list", LIST_DOCUMENTS_PARAMS, LIST_DOCUMENTS_RESULT)
+# No tool: the front serves it as `resources/read` of `lightrag://documents/{doc_id}` (mcp_front.resources).
+READ_DOCUMENT = MethodSpec("documents/read", READ_DOCUMENT_PARAMS, READ_DOCUMENT_RESULT)
 DELETE_DOCUMENTS = MethodSpec(
     "documents/delete", DELETE_DOCUMENTS_PARAMS, DELETE_DOCUMENTS_RESULT, mutates=True, timeout=INGEST_TIMEOUT
 )
 
 # The methods this area declares (METHODS is built from them) and what it exports to `protocol.methods`.
-SPECS = (LIST_DOCUMENTS, DELETE_DOCUMENTS)
-__all__ = ["LIST_DOCUMENTS", "DELETE_DOCUMENTS"]
+SPECS = (LIST_DOCUMENTS, DELETE_DOCUMENTS, READ_DOCUMENT)
+__all__ = ["LIST_DOCUMENTS", "DELETE_DOCUMENTS", "READ_DOCUMENT"]

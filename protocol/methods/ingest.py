@@ -76,7 +76,7 @@ UPLOAD = MethodSpec(
         {
             "filename": string("e.g. report.pdf", max_length=255, min_length=1),
             "content": string("base64 bytes", max_length=MAX_BASE64_CHARS, min_length=1),
-            "mimeType": string("e.g. application/pdf", max_length=255),
+            "mimeType": string(max_length=255),
             "metadata": METADATA,
         },
         required=["filename", "content"],
@@ -125,7 +125,7 @@ INSERT_FILE = MethodSpec(
     "documents/insert_file",
     obj(
         {
-            "file_path": string("file or folder; a bare name finds a LibreChat attachment", max_length=4096, min_length=1),
+            "file_path": string("a bare name finds a LibreChat attachment", max_length=4096, min_length=1),
             "include": GLOBS,
             "exclude": {key: value for key, value in GLOBS.items() if key != "description"},
             "recursive": boolean(default=True),

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from protocol.context import MAX_KNOWLEDGE_BASE_NAME
 from protocol.schema import MethodSpec, array, boolean, integer, number, obj, open_object, string
 
 CALL_CONTEXT = obj(
@@ -16,6 +17,11 @@ CALL_CONTEXT = obj(
             string(max_length=4096), "The client's MCP roots as local paths (tools that read the disk).", max_items=256
         ),
         "tool": string("The MCP tool name the call came in as (statistics, audit).", max_length=64),
+        "knowledge_base": string(
+            "The named knowledge base as the caller wrote it (absent: the default).",
+            max_length=MAX_KNOWLEDGE_BASE_NAME,
+            min_length=1,
+        ),
     },
     required=["workspace", "correlation_id"],
 )
@@ -78,7 +84,7 @@ HEALTH = MethodSpec(
     obj(
         {
             "include_detailed": boolean(default=False),
-            "check_dependencies": boolean("time storages, embedding model, LLM", default=False),
+            "check_dependencies": boolean("probe and time each", default=False),
         }
     ),
     obj(

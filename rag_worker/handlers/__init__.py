@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rag_worker.dispatch import Handler, registered_handlers
-from rag_worker.handlers import documents, editing, graph, ingest, query, system
+from rag_worker.handlers import documents, editing, graph, ingest, knowledge_bases, query, system
 
 #: Method name → handler, for every method with a handler (a unit test checks it covers METHODS).
 HANDLERS: Mapping[str, Handler] = registered_handlers()
 
-__all__ = ["HANDLERS", "documents", "editing", "graph", "ingest", "query", "system"]
+__all__ = ["HANDLERS", "documents", "editing", "graph", "ingest", "knowledge_bases", "query", "system"]

@@ -1,4 +1,6 @@
-"""Document-management methods: list and delete documents (SPEC §4 Documents)."""
+"""Document-management methods: list, read and delete documents (SPEC §4 Documents).
+
+Reading one document serves the MCP resource `lightrag://documents/{doc_id}` (`mcp_front.resources`)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from protocol import methods as m
 from rag_worker.context import RequestContext
 from rag_worker.dispatch import handles
 from rag_worker.operations.backups import write_backup
+from rag_worker.operations.changes import announce_documents_changed
 from rag_worker.operations.deletion import (
     DELETE_WAIT_SECONDS,
     POLL_SECONDS,
@@ -31,9 +34,11 @@ from rag_worker.operations.deletion import (
 from rag_worker.operations.listing import (
     add_graph_counts,
     all_status_rows,
+    document_view,
     listing_result,
     parse_list_request,
     select_documents,
+    status_row,
 )
 from rag_worker.storage.catalog import state_of
 from rag_worker.storage.workspace import Workspace
@@ -49,6 +54,36 @@ async def list_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[str,
     listing = await ctx.run_cpu(select_documents, rows, records, request)
     await add_graph_counts(ws, listing.page)
     return listing_result(listing)
+
+
+@handles(m.READ_DOCUMENT)
+async def read_document(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    """One document of the caller's workspace: its summary and its full text as LightRAG stored it.
+
+    Only the caller's workspace is looked in, so another user's id is simply not found here."""
+    doc_id = str(args["document_id"])
+    ws = await ctx.state.engines.get(ctx.workspace)
+    row = await ws.rag.doc_status.get_by_id(doc_id)
+    if row is None:
+        raise RagError(
+            ErrorCode.DOCUMENT_NOT_FOUND,
+            "No document with this id in your knowledge base.",
+            suggested_action="List the resources (or call lightrag_list_documents) for the ids that exist.",
+        )
+    view = document_view(doc_id, status_row(row), await ws.catalog.get(doc_id) or {})
+    await add_graph_counts(ws, [view])
+    stored = await ws.rag.full_docs.get_by_id(doc_id) or {}
+    text = str(stored.get("content") or "")
+    # Half the pipe's frame for the text: the JSON around it, and escapes, fit in the rest.
+    shown = await ctx.run_cpu(_fit_utf8, text, ctx.state.settings.max_frame_mb * 2**20 // 2)
+    return {"document": view, "text": shown, "text_chars": len(text), "truncated": len(shown) < len(text)}
+
+
+def _fit_utf8(text: str, max_bytes: int) -> str:
+    """`text`, cut to at most `max_bytes` of UTF-8 without splitting a character."""
+    if len(text) * 4 <= max_bytes:
+        return text
+    return text.encode("utf-8", "surrogatepass")[:max_bytes].decode("utf-8", "ignore")
 
 
 Target = tuple[str, dict[str, Any]]  # (id as requested, status row)
@@ -113,6 +148,8 @@ async def delete_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[st
                 outcomes.append(result)
             await ctx.progress(step, total_steps, f"deleted {found.filename}")
         cascade = await _cascade_totals(ws, outcomes)
+    if outcomes:
+        await announce_documents_changed(ctx.state.notify, ws.name)
 
     failed = [failure.as_dict() for failure in failures]
     if not outcomes and failures and len({failure.code for failure in failures}) == 1:

@@ -94,7 +94,7 @@ async def insert_text(ctx: RequestContext, args: dict[str, Any]) -> dict[str, An
 async def insert_file(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_insert_file`: a file (indexed like an upload) or a folder (a background folder run)."""
     settings = ctx.state.settings
-    roots = AllowedRoots.from_sources(settings.allowed_dirs, ctx.roots)
+    roots = AllowedRoots.from_sources(settings.allowed_dirs, ctx.roots, ctx.user_id)
     real, root = roots.resolve(args["file_path"])
     validation = args.get("file_validation") or {}
     max_mb = min(float(validation.get("max_size_mb") or settings.max_file_mb), settings.max_file_mb)
@@ -127,7 +127,7 @@ async def insert_file(ctx: RequestContext, args: dict[str, Any]) -> dict[str, An
         for index, path in enumerate(listing.files)
     ]
     prefix = document_name(real, root)
-    job = Job.new("folder", ctx.workspace, options, list(ctx.roots), items)
+    job = Job.new("folder", ctx.workspace, options, list(ctx.roots), items, ctx.user_id)
     job.folder = {
         "prefix": prefix,
         "skipped": [list(entry) for entry in listing.skipped[:1000]],
@@ -151,7 +151,7 @@ async def batch_process(ctx: RequestContext, args: dict[str, Any]) -> dict[str, 
         items.append(JobItem(index, raw["item_type"], raw["content"], raw.get("title"), metadata))
     options = dict(args["batch_options"])
     options["processing_options"] = args.get("processing_options")
-    job = Job.new("batch", ctx.workspace, options, list(ctx.roots), items)
+    job = Job.new("batch", ctx.workspace, options, list(ctx.roots), items, ctx.user_id)
     return await _run_job(ctx, job)
 
 

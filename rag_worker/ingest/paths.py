@@ -1,7 +1,10 @@
 """Files on the server's disk: only inside the allowed roots, and folders walked safely.
 
 The allowed roots are `LIGHTRAG_MCP_ALLOWED_DIRS` plus the client's MCP roots (VS Code
-offers its workspace folders).  A path is resolved first — symlinks and `..` included —
+offers its workspace folders).  A configured entry may hold `{user}`, replaced by the caller's
+user id for that call only (`/app/uploads/{user}` on a server shared by many users): such an
+entry gives no root to a call without a user, or whose user id is not a safe single path
+component, so no caller reaches another user's folder or a parent of it.  A path is resolved first — symlinks and `..` included —
 and then must lie inside a root as a path, not as a string prefix (`/data2` is not inside
 `/data`).  A folder walk never follows symlinked folders, re-checks every symlinked file,
 skips what `.gitignore` files and the default skip list name (vendored, generated, binary),
@@ -69,6 +72,28 @@ DEFAULT_SKIPS = (
 )
 
 
+#: What a configured allowed directory holds where the caller's user id goes.
+USER_PLACEHOLDER = "{user}"
+#: A user id that may stand in a path: one component, nothing that climbs or separates
+#: (LibreChat's ids are 24-hex-digit ObjectIds).
+_SAFE_PATH_USER = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+def configured_for_user(configured: Iterable[str], user_id: str | None) -> list[str]:
+    """The configured allowed directories for one caller, `{user}` replaced by its user id.
+
+    An entry holding `{user}` is dropped when the call has no user or the id is not a safe
+    single path component (letters, digits, '-', '_')."""
+    safe_user = user_id if user_id is not None and _SAFE_PATH_USER.fullmatch(user_id) else None
+    entries = []
+    for entry in configured:
+        if USER_PLACEHOLDER not in entry:
+            entries.append(entry)
+        elif safe_user is not None:
+            entries.append(entry.replace(USER_PLACEHOLDER, safe_user))
+    return entries
+
+
 @dataclass(frozen=True)
 class AllowedRoots:
     """The directories path ingestion may read, resolved."""
@@ -76,10 +101,13 @@ class AllowedRoots:
     paths: tuple[Path, ...]
 
     @classmethod
-    def from_sources(cls, configured: Iterable[str], client_roots: Iterable[str]) -> AllowedRoots:
-        """Existing directories among the configured and the client's roots, resolved, deduplicated."""
+    def from_sources(
+        cls, configured: Iterable[str], client_roots: Iterable[str], user_id: str | None = None
+    ) -> AllowedRoots:
+        """Existing directories among the configured (for the caller `user_id`) and the client's
+        roots, resolved, deduplicated."""
         found: list[Path] = []
-        for raw in [*configured, *client_roots]:
+        for raw in [*configured_for_user(configured, user_id), *client_roots]:
             try:
                 path = Path(raw).expanduser().resolve(strict=True)
             except (OSError, RuntimeError):

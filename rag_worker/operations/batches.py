@@ -37,6 +37,7 @@ from rag_worker.ingest.normalize import normalize_text
 from rag_worker.ingest.paths import AllowedRoots, document_name, read_file
 from rag_worker.ingest.urls import UrlPolicy, fetch_url
 from rag_worker.ingest.validation import BYTES_PER_MB, sanitize_filename
+from rag_worker.operations.changes import announce_documents_changed
 from rag_worker.operations.indexing import delete_version, enqueue_document
 from rag_worker.operations.job_runner import FOLLOW_POLL_S, RunningJob
 from rag_worker.operations.jobs import Job, JobItem
@@ -56,7 +57,9 @@ log = logging.getLogger("rag_worker.operations.batches")
 async def run_batch(state: WorkerRuntime, running: RunningJob) -> None:
     """Run one job to its end: prepare its items, follow them, remove a folder's missing files."""
     job = running.job
-    ctx = RequestContext(state, f"job-{job.id}", CallContext(workspace=job.workspace, correlation_id=job.id[-8:]))
+    # The job's user: its `{user}` allowed directories are the ones its file items may read.
+    call = CallContext(workspace=job.workspace, correlation_id=job.id[-8:], user_id=job.user_id)
+    ctx = RequestContext(state, f"job-{job.id}", call)
     try:
         ws = await state.engines.get(job.workspace)
     except RagError as exc:
@@ -70,6 +73,8 @@ async def run_batch(state: WorkerRuntime, running: RunningJob) -> None:
     await _follow(ws, running)
     if job.folder is not None and job.options.get("remove_missing") and not running.cancel_requested:
         await _remove_missing(ws, running)
+        if job.folder.get("removed_count"):
+            await announce_documents_changed(state.notify, ws.name)
     job.status = _final_status(running)
 
 
@@ -172,7 +177,7 @@ async def load_source(
     if item.item_type == "text":
         return text_source(content, item.title, metadata, options.get("processing_options"))
     if item.item_type == "file":
-        roots = AllowedRoots.from_sources(settings.allowed_dirs, client_roots)
+        roots = AllowedRoots.from_sources(settings.allowed_dirs, client_roots, ctx.user_id)
         real, root = roots.resolve(content)
         if real.is_dir():
             raise RagError(ErrorCode.INVALID_PARAMETER, "A file item must name a file, not a folder.")

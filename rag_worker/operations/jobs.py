@@ -86,11 +86,21 @@ class Job:
     updated_at: str = field(default_factory=now_iso)
     folder: dict[str, Any] | None = None  # name prefix, skipped files, removed documents, truncated
     note: str | None = None
+    user_id: str | None = None  # the caller's user id (its `{user}` allowed directories after a restart)
 
     @classmethod
-    def new(cls, kind: str, workspace: str, options: dict[str, Any], roots: list[str], items: list[JobItem]) -> Job:
+    def new(
+        cls,
+        kind: str,
+        workspace: str,
+        options: dict[str, Any],
+        roots: list[str],
+        items: list[JobItem],
+        user_id: str | None = None,
+    ) -> Job:
         stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
-        return cls(f"{kind}-{stamp}-{secrets.token_hex(4)}", kind, workspace, options, roots, items)
+        job_id = f"{kind}-{stamp}-{secrets.token_hex(4)}"
+        return cls(job_id, kind, workspace, options, roots, items, user_id=user_id)
 
     @property
     def finished(self) -> bool:

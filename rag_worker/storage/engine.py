@@ -1,20 +1,27 @@
-"""LightRAG instances, one per workspace: created lazily, cached (bounded), finalized cleanly.
+"""LightRAG instances, one per workspace: opened lazily, kept within a bound, closed when idle.
 
-A workspace's local files are owned by one process at a time through an OS file lock
-(SPEC §3): a second server process that needs the same workspace waits briefly, then
-gets WORKSPACE_BUSY.  LightRAG keeps JSON KV data in a process-wide dict keyed by
-workspace name, so this registry is the only place that constructs instances.
+One worker serves every user's workspace, so what stays open is bounded:
+LIGHTRAG_MCP_MAX_OPEN_WORKSPACES instances at most — the least recently used *idle* one closes
+when another opens; a workspace in use (`Workspace.in_use`/`busy`) is never closed, so when all
+are busy the bound is exceeded for a while and logged.  A background sweep closes workspaces
+unused for LIGHTRAG_MCP_WORKSPACE_IDLE_SECONDS, which frees their memory and releases their
+locks so another process or replica may take them.  Closing commits what LightRAG buffers;
+documents still queued resume when the workspace opens again (SPEC §2).
+
+A workspace is owned by one process at a time (`rag_worker.storage.locks`): an OS file lock on
+its local directory, plus a PostgreSQL advisory lock when its storages include PostgreSQL.
+LightRAG keeps JSON KV data in a process-wide dict keyed by workspace name, so this registry
+is the only place that constructs instances, and one workspace is opened or closed at a time
+(a gate per workspace name).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import logging
 import os
 import time
-from collections import OrderedDict
+from collections import defaultdict
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -24,21 +31,34 @@ import anyio
 from config.settings import Settings, unwritable_reason
 from protocol import ErrorCode, RagError
 from rag_worker.bindings import build_components
+from rag_worker.embedded.models import default_threads
 from rag_worker.storage.catalog import DocumentCatalog
 from rag_worker.storage.journals import DeleteJournal
 from rag_worker.storage.lightrag_setup import new_lightrag
+from rag_worker.storage.locks import (
+    LOCK_WAIT_SECONDS,
+    AdvisoryLocks,
+    FileLock,
+    WorkspaceLocks,
+    describe_holder,
+    file_lock_holder,
+    uses_postgres,
+)
 from rag_worker.storage.placement import StoragePlacement
 from rag_worker.storage.removal import finish_interrupted_deletes
-from rag_worker.storage.workspace import Workspace
+from rag_worker.storage.workspace import Workspace, indexing_share
+
+__all__ = ["DataDirUnwritable", "EngineRegistry", "Spawn", "describe_holder"]
 
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], Any]
 UNFINISHED_STATES = ("pending", "parsing", "analyzing", "processing")
 
 log = logging.getLogger("rag_worker.storage.engine")
 
-LOCK_WAIT_SECONDS = 5.0
 OPEN_LEASE_S = 60.0  # how long opening a workspace on server storages may block the loop
-MAX_OPEN_WORKSPACES = 8
+CLOSE_TIMEOUT_S = 10.0
+LONGEST_SWEEP_S = 15.0  # the sweep also checks the PostgreSQL lock connection this often
+UNUSED_POLL_S = 0.5
 
 
 class DataDirUnwritable(Exception):
@@ -54,15 +74,24 @@ class EngineRegistry:
         limiter: anyio.CapacityLimiter,
         spawn: Spawn,
         announce_blocking: Callable[[float, str], Awaitable[None]] | None = None,
+        after_processing: Callable[[Workspace], Awaitable[None]] | None = None,
     ) -> None:
         self._settings = settings
         self._announce_blocking = announce_blocking
+        self._after_processing = after_processing  # e.g. tell the front the document set changed
         self._limiter = limiter
         self._spawn = spawn
         self._root = Path(settings.data_dir)
-        self._open: OrderedDict[str, Workspace] = OrderedDict()
-        self._opening = anyio.Lock()
+        self._max_open = int(settings.max_open_workspaces)
+        self._idle_seconds = float(settings.workspace_idle_seconds)
+        self._open: dict[str, Workspace] = {}
+        self._gates: defaultdict[str, anyio.Lock] = defaultdict(anyio.Lock)  # opening/closing one workspace
+        self._constructing = anyio.Lock()  # LightRAG instances are built one at a time
+        self._trimming = anyio.Lock()
+        self._closing: dict[str, anyio.Event] = {}  # workspaces closing after their lock was lost
+        self._stopped = anyio.Event()
         self._components: Any = None
+        self._advisory = AdvisoryLocks(self._advisory_lost)
         self.placement = StoragePlacement(settings)
 
     def check_data_dir(self) -> None:
@@ -82,46 +111,92 @@ class EngineRegistry:
     def workspace_dir(self, workspace: str) -> Path:
         return self._root / workspace
 
+    # --- opening ---------------------------------------------------------------------------
+
     async def get(self, workspace: str) -> Workspace:
-        """The open workspace named `workspace`, opening it (and resuming its work) if needed."""
+        """The open workspace named `workspace`, opening it (and resuming its work) if needed.
+
+        The calling task holds it until the task ends (a call's, a batch job's): a workspace in
+        use is never closed under it."""
         entry = self._open.get(workspace)
         if entry is not None:
-            self._open.move_to_end(workspace)
+            entry.lease_to_current_task()
             return entry
-        async with self._opening:
+        entry = await self._open_once(workspace)
+        if len(self._open) > self._max_open:
+            self._spawn(self._keep_bound)  # closing another workspace is not this call's wait
+        return entry
+
+    async def _open_once(self, workspace: str) -> Workspace:
+        await self._wait_for_closing(workspace)
+        async with self._gates[workspace]:
             entry = self._open.get(workspace)
             if entry is None:
                 entry = await self._open_workspace(workspace)
                 await self._finish_interrupted_deletes(entry)
                 self._open[workspace] = entry
-                await self._evict_beyond(MAX_OPEN_WORKSPACES)
+                entry.lease_to_current_task()  # before the next await: nothing closes it under us
                 await self._resume_unfinished(entry)
+            entry.lease_to_current_task()
             return entry
 
+    async def _wait_for_closing(self, workspace: str) -> None:
+        closing = self._closing.get(workspace)
+        if closing is None:
+            return
+        with anyio.move_on_after(LOCK_WAIT_SECONDS):
+            await closing.wait()
+        if workspace in self._closing:
+            raise RagError(
+                ErrorCode.WORKSPACE_BUSY,
+                "This knowledge base is being closed after its storage lock was lost; it reopens once the calls "
+                "still running on it have finished.",
+            )
+
     async def _open_workspace(self, workspace: str) -> Workspace:
-        lock_fd = await self._lock_workspace(workspace)
+        directory = self.workspace_dir(workspace)
+        locks = WorkspaceLocks(workspace, await FileLock.acquire(directory))
         try:
-            storages, fallback = self.placement.for_workspace(self.workspace_dir(workspace))
-            components = await self._shared_components()
-            self._check_embedding_model(workspace, components)
-            # Server storage clients may set up synchronously (Milvus: seconds): say so first.
-            announce = self._announce_blocking if not storages.is_local else None
-            if announce is not None:
-                await announce(OPEN_LEASE_S, f"opening a knowledge base on {storages.describe()}")
-            try:
-                rag = await new_lightrag(self._root, workspace, components, **storages.as_kwargs())
-                catalog = DocumentCatalog(rag)
-                await catalog.initialize()
-            finally:
-                if announce is not None:
-                    await announce(0, "opened")
-            self.placement.record(self.workspace_dir(workspace), storages, fallback)
+            storages, fallback = self.placement.for_workspace(directory)
+            if uses_postgres(storages):
+                await self._advisory.acquire(workspace)
+                locks.advisory = self._advisory
+            async with self._constructing:
+                components = await self._components_for(workspace)
+                rag, catalog = await self._construct(workspace, storages, components)
+            self.placement.record(directory, storages, fallback)
         except BaseException:
-            os.close(lock_fd)
+            with anyio.CancelScope(shield=True):
+                await locks.release()
             raise
         log.info("opened workspace %s on %s%s", workspace, storages.describe(), " (fallback)" if fallback else "")
-        deletes = DeleteJournal(self.workspace_dir(workspace))
-        return Workspace(workspace, rag, catalog, lock_fd, components, deletes, storages, fallback)
+        deletes = DeleteJournal(directory)
+        return Workspace(workspace, rag, catalog, locks, components, deletes, storages, fallback)
+
+    async def _construct(self, workspace: str, storages: Any, components: dict[str, Any]) -> tuple[Any, DocumentCatalog]:
+        # Server storage clients may set up synchronously (Milvus: seconds): say so first.
+        announce = self._announce_blocking if not storages.is_local else None
+        if announce is not None:
+            await announce(OPEN_LEASE_S, f"opening a knowledge base on {storages.describe()}")
+        try:
+            rag = await new_lightrag(self._root, workspace, components, **storages.as_kwargs())
+            catalog = DocumentCatalog(rag)
+            await catalog.initialize()
+        finally:
+            if announce is not None:
+                await announce(0, "opened")
+        return rag, catalog
+
+    async def _components_for(self, workspace: str) -> dict[str, Any]:
+        """The shared models, with this workspace's own share of the local embedding model."""
+        if self._components is None:  # embedding model, tokenizer and LLM function: built once
+            self._components = await build_components(self._settings, self._limiter)
+        components = dict(self._components)
+        self._check_embedding_model(workspace, components)
+        if str(components.get("embedding_model_id", "")).startswith("onnx:"):
+            # One batch per indexing thread plus one ready to start: fair turns, threads never idle.
+            components["embedding_func"] = indexing_share(components["embedding_func"], default_threads() + 1)
+        return components
 
     def _check_embedding_model(self, workspace: str, components: dict[str, Any]) -> None:
         """Never mix vectors of two embedding models in one local index (SPEC §6)."""
@@ -152,7 +227,7 @@ class EngineRegistry:
                 log.exception("workspace %s: finishing interrupted deletes failed", entry.name)
 
     async def _resume_unfinished(self, entry: Workspace) -> None:
-        """Durability: documents a previous worker left unfinished are processed again."""
+        """Durability: documents a previous worker (or an earlier opening) left unfinished are processed."""
         counts = await entry.rag.doc_status.get_status_counts()
         unfinished = sum(int(counts.get(state, 0)) for state in UNFINISHED_STATES)
         if unfinished:
@@ -160,102 +235,129 @@ class EngineRegistry:
             self.start_processing(entry)
 
     def start_processing(self, entry: Workspace) -> None:
-        """Run LightRAG's pipeline in the background (it outlives the call that queued work)."""
+        """Run LightRAG's pipeline in the background (it outlives the call that queued work).
+
+        The run keeps the workspace in use until it ends."""
+        entry.indexing_runs += 1
 
         async def process() -> None:
             try:
-                await entry.rag.apipeline_process_enqueue_documents()
-            except Exception:
-                log.exception("indexing pipeline of workspace %s failed", entry.name)
+                try:
+                    await entry.rag.apipeline_process_enqueue_documents()
+                except Exception:
+                    log.exception("indexing pipeline of workspace %s failed", entry.name)
+                if self._after_processing is not None:
+                    await self._after_processing(entry)
+            finally:
+                entry.indexing_runs -= 1
+                entry.last_used = time.monotonic()
 
         self._spawn(process)
 
-    async def _lock_workspace(self, workspace: str) -> int:
-        directory = self.workspace_dir(workspace)
-        directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-        deadline = time.monotonic() + LOCK_WAIT_SECONDS
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                _record_holder(fd)
-                return fd
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = _read_holder(fd)
-                    os.close(fd)
-                    raise RagError(
-                        ErrorCode.WORKSPACE_BUSY,
-                        f"This knowledge base is in use by another server process ({describe_holder(holder)}).",
-                        details={"held_by": holder},
-                    ) from None
-                await anyio.sleep(0.2)
-
     def lock_holder(self, workspace: str) -> dict[str, Any] | None:
-        """Who holds `workspace` when another process does (pid, since), else None. Never waits."""
+        """Who holds `workspace`'s local files when another process does (pid, since), else None."""
         if workspace in self._open:
             return None
-        try:
-            fd = os.open(self.workspace_dir(workspace) / ".lock", os.O_RDONLY)
-        except OSError:
-            return None  # never opened: nobody holds it
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            return None
-        except BlockingIOError:
-            return _read_holder(fd) or {}
-        finally:
-            os.close(fd)  # closing drops a lock we took
+        return file_lock_holder(self.workspace_dir(workspace))
 
-    async def _shared_components(self) -> dict[str, Any]:
-        """Embedding model, tokenizer and LLM function: built once, shared by all workspaces."""
-        if self._components is None:
-            self._components = await build_components(self._settings, self._limiter)
-        return dict(self._components)
+    # --- closing ---------------------------------------------------------------------------
 
-    async def _evict_beyond(self, limit: int) -> None:
-        while len(self._open) > limit:
-            _, entry = self._open.popitem(last=False)
-            await self._finalize(entry)
+    async def sweep_forever(self) -> None:
+        """Background, until `close_all`: close idle workspaces, keep the bound, check the lock connection."""
+        interval = min(self._idle_seconds / 4, LONGEST_SWEEP_S) if self._idle_seconds > 0 else LONGEST_SWEEP_S
+        while not self._stopped.is_set():
+            with anyio.move_on_after(max(interval, 0.1)):
+                await self._stopped.wait()
+            if not self._stopped.is_set():
+                await self.sweep()
 
-    async def _finalize(self, entry: Workspace) -> None:
+    async def sweep(self) -> None:
+        """Close the workspaces idle for LIGHTRAG_MCP_WORKSPACE_IDLE_SECONDS; keep the bound."""
+        if self._idle_seconds > 0:
+            idle_since = time.monotonic() - self._idle_seconds
+            for entry in [entry for entry in self._open.values() if entry.last_used <= idle_since]:
+                await self._close_if_idle(entry, "idle")
+        await self._keep_bound()
+        await self._advisory.check()
+
+    async def _keep_bound(self) -> None:
+        """Close least recently used idle workspaces while more than the bound are open."""
+        async with self._trimming:  # one at a time, or two would each close one for the same excess
+            while len(self._open) > self._max_open:
+                for entry in sorted(self._open.values(), key=lambda entry: entry.last_used):
+                    if await self._close_if_idle(entry, "least recently used"):
+                        break
+                else:
+                    log.warning(
+                        "%d workspaces open, over LIGHTRAG_MCP_MAX_OPEN_WORKSPACES=%d: all are in use; idle ones "
+                        "close as they finish",
+                        len(self._open),
+                        self._max_open,
+                    )
+                    return
+
+    async def _close_if_idle(self, entry: Workspace, why: str) -> bool:
+        async with self._gates[entry.name]:
+            if self._open.get(entry.name) is not entry or await entry.busy():
+                return False
+            if not await self._committed(entry):
+                return False  # stays open: what it buffers is not lost, the next sweep tries again
+            if await entry.busy():
+                return False
+            del self._open[entry.name]  # no await since busy()'s last look: still idle
+            log.info("closing workspace %s (%s)", entry.name, why)
+            await self._close(entry)
+            return True
+
+    async def _committed(self, entry: Workspace) -> bool:
         try:
-            with anyio.move_on_after(10, shield=True):
-                await entry.catalog.finalize()
-                await entry.rag.finalize_storages()
+            with anyio.move_on_after(CLOSE_TIMEOUT_S, shield=True) as bounded:
+                await entry.commit()
         except Exception:
-            log.exception("finalizing workspace %s failed", entry.name)
+            log.exception("workspace %s stays open: saving what LightRAG buffers failed", entry.name)
+            return False
+        if bounded.cancelled_caught:
+            log.error("workspace %s stays open: saving what LightRAG buffers took over %.0f s", entry.name, CLOSE_TIMEOUT_S)
+        return not bounded.cancelled_caught
+
+    async def _close(self, entry: Workspace) -> None:
+        """Finalize `entry` (bounded in time), then release its locks whatever happened."""
+        try:
+            with anyio.move_on_after(CLOSE_TIMEOUT_S, shield=True):
+                await entry.close()
+        except Exception:
+            log.exception("closing workspace %s failed", entry.name)
         finally:
-            with contextlib.suppress(OSError):
-                os.close(entry.lock_fd)
+            with anyio.CancelScope(shield=True):
+                await entry.locks.release()
+
+    def _advisory_lost(self, workspaces: list[str]) -> None:
+        """The PostgreSQL lock connection dropped: no new call gets these workspaces, and each
+        closes once the work still running on it ends (it reopens under a new lock).
+
+        That work is not cut short: LightRAG 1.5.7 runs its pipeline in cancellation-resistant
+        tasks, and its own cancellation marks the documents failed (not resumed)."""
+        for name in workspaces:
+            entry = self._open.pop(name, None)
+            if entry is None:
+                continue
+            closing = self._closing[name] = anyio.Event()
+
+            async def close_when_unused(entry: Workspace = entry, closing: anyio.Event = closing) -> None:
+                while await entry.busy():
+                    await anyio.sleep(UNUSED_POLL_S)
+                async with self._gates[entry.name]:
+                    await self._close(entry)
+                if self._closing.get(entry.name) is closing:
+                    del self._closing[entry.name]
+                closing.set()
+
+            self._spawn(close_when_unused)
 
     async def close_all(self) -> None:
+        """Shutdown: close every workspace, in use or not, and end the sweep."""
+        self._stopped.set()
         while self._open:
-            _, entry = self._open.popitem(last=False)
-            await self._finalize(entry)
-
-
-def _record_holder(fd: int) -> None:
-    """Write who holds the workspace into its lock file, for another process's busy message."""
-    info = {"pid": os.getpid(), "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    with contextlib.suppress(OSError):
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode(), 0)
-
-
-def _read_holder(fd: int) -> dict[str, Any] | None:
-    try:
-        info = json.loads(os.pread(fd, 256, 0) or b"null")
-    except (OSError, ValueError):
-        return None
-    if not isinstance(info, dict):
-        return None
-    return {"pid": info.get("pid"), "since": info.get("since")}
-
-
-def describe_holder(holder: dict[str, Any] | None) -> str:
-    """`pid 4242, since 2026-11-24T08:12:03Z` — a process, never the other client's user."""
-    if not holder or not holder.get("pid"):
-        return "another lightrag-mcp process"
-    since = f", since {holder['since']}" if holder.get("since") else ""
-    return f"pid {holder['pid']} on this machine{since}"
+            _, entry = self._open.popitem()
+            await self._close(entry)
+        await self._advisory.close()

@@ -1,9 +1,18 @@
-"""An open workspace: its LightRAG instance, our document catalog, its delete journal and locks."""
+"""An open workspace: its LightRAG instance, our document catalog, its delete journal, its locks,
+and what says whether it is in use (so the registry never closes it under a call).
+
+In use means: a task that got it from `EngineRegistry.get` is still running (a call's task, a
+batch job's), an indexing run of ours is going on, its ingest lock is held, or LightRAG's
+pipeline is busy for it.  Documents acknowledged but not yet processed need none of that to
+be safe: they stay queued in LightRAG's doc status and resume when the workspace opens again.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -11,6 +20,14 @@ import anyio
 from config.storages import LOCAL_STORAGES, StorageSet
 from rag_worker.storage.catalog import DocumentCatalog
 from rag_worker.storage.journals import DeleteJournal
+from rag_worker.storage.locks import WorkspaceLocks
+
+# Every storage of a LightRAG 1.5.7 instance (the list its `finalize_storages` walks).
+_STORAGES = (
+    "full_docs", "text_chunks", "full_entities", "full_relations", "entity_chunks", "relation_chunks",
+    "entities_vdb", "relationships_vdb", "chunks_vdb", "chunk_entity_relation_graph", "llm_response_cache",
+    "doc_status",
+)  # fmt: skip
 
 
 @dataclass
@@ -20,14 +37,131 @@ class Workspace:
     name: str
     rag: Any
     catalog: DocumentCatalog
-    lock_fd: int
+    locks: WorkspaceLocks
     components: dict[str, Any]
     deletes: DeleteJournal
     storages: StorageSet = LOCAL_STORAGES
     on_fallback: bool = False  # created on local files while a configured server was down
     ingest_lock: anyio.Lock = field(default_factory=anyio.Lock)
     opened_at: float = field(default_factory=time.monotonic)
+    last_used: float = field(default_factory=time.monotonic)
+    indexing_runs: int = 0  # our background pipeline runs going on
+    _users: set[asyncio.Task[Any]] = field(default_factory=set)  # tasks that got it and still run
 
     @property
     def llm_configured(self) -> bool:
         return bool(self.components.get("llm_configured"))
+
+    def lease_to_current_task(self) -> None:
+        """The running task uses the workspace until it finishes (then the workspace counts as used now)."""
+        self.last_used = time.monotonic()
+        task = asyncio.current_task()
+        if task is not None and task not in self._users:
+            self._users.add(task)
+            task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._users.discard(task)
+        self.last_used = time.monotonic()
+
+    def in_use(self) -> bool:
+        """Calls or jobs hold it, an indexing run of ours goes on, or its ingest lock is taken."""
+        return bool(self._users) or self.indexing_runs > 0 or self.ingest_lock.locked()
+
+    async def busy(self) -> bool:
+        """`in_use`, or LightRAG's pipeline works for it.  The last look is `in_use` (no await after
+        it), so a caller that acts on False without awaiting acts on a current answer."""
+        return self.in_use() or await self._pipeline_busy() or self.in_use()
+
+    async def _pipeline_busy(self) -> bool:
+        from lightrag.kg.shared_storage import get_namespace_data  # deferred: LightRAG is imported once, off the loop
+
+        try:
+            status = await get_namespace_data("pipeline_status", workspace=self.name)
+        except Exception:  # never initialized: nothing runs
+            return False
+        return bool(status.get("busy"))
+
+    async def commit(self) -> None:
+        """Write what LightRAG still buffers (a no-op for a storage with nothing pending).
+
+        Before an idle workspace closes.  Not at shutdown or after a lost lock: what an
+        interrupted indexing run buffered belongs to documents that are processed again."""
+        for name in _STORAGES:
+            storage = getattr(self.rag, name, None)
+            if storage is not None:
+                await storage.index_done_callback()
+
+    async def close(self) -> None:
+        """Finalize its storages, stop its call queues and forget its process-wide data.
+
+        The locks are released by the registry afterwards, so nobody else opens it half-written."""
+        try:
+            await self.catalog.finalize()
+            await self.rag.finalize_storages()
+        finally:
+            await stop_call_queues(self.rag)
+            forget_process_wide_data(self.name)
+
+
+async def stop_call_queues(rag: Any) -> None:
+    """Stop the worker tasks of `rag`'s LLM, embedding and rerank queues.
+
+    LightRAG 1.5.7 gives every instance its own priority queues, each with up to `max_async`
+    worker tasks that poll once a second for ever; `finalize_storages` leaves them running
+    (about 150 tasks per closed workspace were measured).  Queued calls are cancelled: a
+    workspace is closed idle, or at shutdown."""
+    states = getattr(rag, "_role_llm_states", {}) or {}
+    queued = [getattr(rag.embedding_func, "func", None), rag.rerank_model_func]
+    queued += [state.wrapped for state in states.values()]
+    for func in queued:
+        shutdown = getattr(func, "shutdown", None)
+        if callable(shutdown):
+            await shutdown(graceful=False)
+
+
+def forget_process_wide_data(workspace: str) -> None:
+    """Drop what LightRAG 1.5.7 keeps for `workspace` in its process-wide shared storage.
+
+    Its JSON KV and doc-status storages hold their data in module-level dicts keyed
+    `<workspace>:<namespace>`, which `finalize_storages` leaves behind: a closed workspace would
+    keep its memory, and when it opened again LightRAG would skip reading its files and use the
+    old copy, missing (and later overwriting) what another process wrote meanwhile.  Call it after
+    the storages were committed and finalized.  The pipeline status stays (small, and LightRAG's
+    reservation bookkeeping refers to it)."""
+    from lightrag.kg import shared_storage  # deferred: LightRAG is imported once, off the loop
+
+    prefix = f"{workspace}:"
+    keep = f"{prefix}pipeline_status"
+    for table in (
+        shared_storage._shared_dicts,
+        shared_storage._init_flags,
+        shared_storage._update_flags,
+        shared_storage._namespace_data_cache,
+    ):
+        if table is not None:
+            for key in [key for key in table if key.startswith(prefix) and key != keep]:
+                del table[key]
+
+
+def indexing_share(embedding_func: Any, slots: int) -> Any:
+    """A workspace's own way into the shared local embedding model (`EmbeddingLanes`).
+
+    The model's indexing lane is one first-come-first-served queue for every workspace, and
+    LightRAG submits all of a document's batches at once: a 2-page upload waited behind every
+    batch of another user's 200-page one (51 s, until that one was nearly done; 9 s with this).
+    Letting each workspace have at most `slots` batches waiting at the model makes the
+    workspaces that index take turns.  A question's embedding (`context="query"`) has a lane
+    of its own and passes straight through."""
+    limiter = anyio.CapacityLimiter(slots)
+    inner = embedding_func.func
+
+    @functools.wraps(inner)
+    async def embed(texts: list[str], **kwargs: Any) -> Any:
+        if kwargs.get("context") == "query":
+            return await inner(texts, **kwargs)
+        async with limiter:
+            return await inner(texts, **kwargs)
+
+    # A plain closure, like the function it wraps: LightRAG deep-copies its config, functions stay shared.
+    return replace(embedding_func, func=embed)

@@ -20,8 +20,12 @@
 //        "until": {"path": "structuredContent.status", "equals": "healthy"},
 //        "attempts": 20, "interval_ms": 500,   // with `until`: poll, bounded
 //        "timeout_ms": 60000, "label": "..."},
-//       {"op": "call_each", "arguments": {...}}   // call every tool of the last list_tools
-//     ]
+//       {"op": "call_each", "arguments": {...}},  // call every tool of the last list_tools
+//       {"op": "list_resources", "cursor": "..."},      // one page; `all: true` follows nextCursor
+//       {"op": "list_resource_templates"},
+//       {"op": "read_resource", "uri": "lightrag://documents/doc-…", "expect_error": false},
+//       {"op": "wait_list_changed", "timeout_ms": 60000}  // until a resources/list_changed arrives
+//     ]                                                   // that no earlier wait consumed
 //   }
 //
 // Prints ONE JSON document on stdout:
@@ -38,7 +42,10 @@
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ListRootsRequestSchema,
+  ResourceListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 
 async function readSpec() {
   if (process.argv[2] !== undefined) return JSON.parse(process.argv[2]);
@@ -90,6 +97,8 @@ async function runCall(client, step, defaultTimeout) {
 }
 
 let lastTools = [];
+// notifications/resources/list_changed received, and how many `wait_list_changed` consumed.
+const listChanged = { received: 0, consumed: 0 };
 
 async function runStep(client, step, defaultTimeout) {
   const started = Date.now();
@@ -127,6 +136,40 @@ async function runStep(client, step, defaultTimeout) {
           ok = getPath(record.result, step.until.path) === step.until.equals;
         }
         out.ok = ok;
+        break;
+      }
+      case "list_resources": {
+        const options = { timeout: step.timeout_ms ?? defaultTimeout };
+        const pages = [];
+        let cursor = step.cursor;
+        do {
+          const page = await client.listResources(cursor === undefined ? undefined : { cursor }, options);
+          pages.push(page);
+          cursor = page.nextCursor;
+        } while (step.all && cursor !== undefined);
+        out.result = { ...pages[pages.length - 1], resources: pages.flatMap((page) => page.resources) };
+        out.pages = pages.length;
+        out.ok = true;
+        break;
+      }
+      case "list_resource_templates":
+        out.result = await client.listResourceTemplates(undefined, { timeout: step.timeout_ms ?? defaultTimeout });
+        out.ok = true;
+        break;
+      case "read_resource":
+        try {
+          out.result = await client.readResource({ uri: step.uri }, { timeout: step.timeout_ms ?? defaultTimeout });
+        } catch (err) {
+          out.error = describeError(err);
+        }
+        out.ok = step.expect_error ? out.error !== undefined : out.error === undefined;
+        break;
+      case "wait_list_changed": {
+        const deadline = Date.now() + (step.timeout_ms ?? defaultTimeout);
+        while (listChanged.received <= listChanged.consumed && Date.now() < deadline) await sleep(50);
+        out.ok = listChanged.received > listChanged.consumed;
+        listChanged.consumed = listChanged.received;
+        out.received = listChanged.received;
         break;
       }
       case "call_each": {
@@ -171,6 +214,9 @@ async function main() {
   transport.stderr?.on("data", (chunk) => process.stderr.write(chunk));
   const capabilities = spec.roots ? { roots: { listChanged: false } } : {};
   const client = new Client({ name: "lightrag-mcp-tests", version: "1.0.0" }, { capabilities });
+  client.setNotificationHandler(ResourceListChangedNotificationSchema, async () => {
+    listChanged.received += 1;
+  });
   if (spec.roots) {
     client.setRequestHandler(ListRootsRequestSchema, async () => ({
       roots: spec.roots.map((uri) => ({ uri, name: uri.split("/").pop() })),

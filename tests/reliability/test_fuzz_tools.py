@@ -226,6 +226,8 @@ def hints_for(known: dict[str, list[str]]) -> dict[str, SearchStrategy[Any]]:
         "filename": st.sampled_from(["fuzz.md", "notes.txt", "a.pdf"]),
         "mimeType": st.sampled_from(["text/markdown", "text/plain", "application/pdf"]),
         "text": st.sampled_from([NOTES_TEXT, "Quinn Harlow audits the Vela Archive in Reykjavik."]),
+        # a few knowledge bases, not one new directory per generated name
+        "workspace": st.sampled_from(["", "default", "fuzz-kb"]),
     }
 
 

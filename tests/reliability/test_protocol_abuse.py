@@ -86,7 +86,7 @@ NOT_JSON_RPC: list[tuple[str, str | bytes]] = [
     ("response to nothing", '{"jsonrpc": "2.0", "id": 917, "result": {}}'),
     ("error to nothing", '{"jsonrpc": "2.0", "id": 918, "error": {"code": 1, "message": "x"}}'),
 ]
-UNKNOWN_METHODS = ["nope", "tools/nope", "", "rpc.discover", "resources/list", "prompts/list", "m" * 100_000]
+UNKNOWN_METHODS = ["nope", "tools/nope", "", "rpc.discover", "resources/nope", "prompts/list", "m" * 100_000]
 BAD_PARAMS = [
     ("tools/call without params", request(931, "tools/call")),
     ("tools/call name is a number", request(932, "tools/call", {"name": 5, "arguments": {}})),
@@ -95,6 +95,10 @@ BAD_PARAMS = [
     ("tools/call 1 MB tool name", request(935, "tools/call", {"name": "x" * 1_000_000, "arguments": {}})),
     ("initialize again with bad params", request(936, "initialize", {"protocolVersion": 42})),
     ("tools/list with a bad cursor", request(937, "tools/list", {"cursor": {"a": 1}})),
+    ("resources/read without params", request(943, "resources/read")),
+    ("resources/read uri is a number", request(944, "resources/read", {"uri": 5})),
+    ("resources/read of a path", request(945, "resources/read", {"uri": "lightrag://documents/../../etc/passwd"})),
+    ("resources/list with a forged cursor", request(946, "resources/list", {"cursor": "offset:-1"})),
 ]
 BAD_NOTIFICATIONS: list[dict[str, Any]] = [
     {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "never-sent"}},

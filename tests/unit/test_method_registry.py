@@ -27,7 +27,10 @@ def test_a_second_handler_for_a_method_is_refused() -> None:
 
 
 def test_every_tool_method_has_a_tool_and_the_tool_reads_its_flags_from_the_spec() -> None:
-    assert {tool.method.name for tool in TOOLS} == {spec.name for spec in m.METHODS.values() if spec.tool_method}
+    # documents/read takes a tool call's envelope but is served as MCP resources/read, not as a tool.
+    served_as_resources = {m.READ_DOCUMENT.name}
+    tool_methods = {spec.name for spec in m.METHODS.values() if spec.tool_method}
+    assert {tool.method.name for tool in TOOLS} == tool_methods - served_as_resources
     for tool in TOOLS:
         assert tool.read_only is not tool.method.mutates
         assert tool.debug_only is tool.method.debug_only and tool.timeout == tool.method.timeout
@@ -69,8 +72,11 @@ def test_quiet_defaults_are_filled_but_not_advertised() -> None:
 
 def test_the_call_context_round_trips_and_needs_a_workspace() -> None:
     context = CallContext("ws", "cid", tool="lightrag_query", user_id="bob", progress=True, roots=("/data",))
-    assert CallContext.from_wire(context.to_wire()) == context
-    jsonschema.validate(context.to_wire(), m.CALL_CONTEXT)
+    named = CallContext("ws__kb_project_a_1234abcd", "cid", user_id="bob", knowledge_base="Project-A")
+    for each in (context, named):
+        assert CallContext.from_wire(each.to_wire()) == each
+        jsonschema.validate(each.to_wire(), m.CALL_CONTEXT)
+    assert "knowledge_base" not in context.to_wire()
     with pytest.raises(RagError, match="no workspace context"):
         CallContext.from_wire({"correlation_id": "cid"})
 
