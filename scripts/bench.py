@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import platform
 import random
 import signal
 import statistics
@@ -33,7 +32,6 @@ from typing import Any
 
 import anyio
 import orjson
-import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -45,6 +43,7 @@ from scripts.bench_support import (  # noqa: E402
     bare_server_initialize,
     base64_of,
     front,
+    machine_info,
 )
 from scripts.corpus import bench_documents  # noqa: E402
 
@@ -376,13 +375,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
     parser.add_argument("--markdown", type=Path, help="write the Markdown table here")
     args = parser.parse_args()
-    machine = {
-        "cpus": psutil.cpu_count(),
-        "memory_gb": round(psutil.virtual_memory().total / 2**30),
-        "platform": platform.platform(terse=True),
-        "python": platform.python_version(),
-        "date": time.strftime("%Y-%m-%d"),
-    }
+    machine = machine_info()
     results = asyncio.run(main_async(args))
     table = markdown(results, machine)
     sys.stdout.write(table + "\n")

@@ -27,7 +27,6 @@ import asyncio
 import base64
 import contextlib
 import hashlib
-import platform
 import secrets
 import sys
 import tempfile
@@ -45,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scripts.bench import Results, markdown, record  # noqa: E402
-from scripts.bench_support import PRODUCTION_SUPERVISION  # noqa: E402
+from scripts.bench_support import PRODUCTION_SUPERVISION, machine_info  # noqa: E402
 from scripts.corpus import BenchDoc, bench_documents  # noqa: E402
 from tests.integration.harness import Client, running_server  # noqa: E402
 from tests.integration.http_harness import bearer, http_server, mcp_client  # noqa: E402
@@ -385,13 +384,7 @@ def main() -> int:
     args = parser.parse_args()
     extra = dict(item.split("=", 1) for item in args.server_env)
     options = Options(max(1, args.users), max(1, args.questions), max(1, args.stdio_users), max(1, args.calls), extra)
-    machine = {
-        "cpus": psutil.cpu_count(),
-        "memory_gb": round(psutil.virtual_memory().total / 2**30),
-        "platform": platform.platform(terse=True),
-        "python": platform.python_version(),
-        "date": time.strftime("%Y-%m-%d"),
-    }
+    machine = machine_info()
     results: Results = {}
 
     async def run() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import platform
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -40,6 +41,17 @@ async def main():
         await server.run(r, w, server.create_initialization_options())
 anyio.run(main)
 """
+
+
+def machine_info() -> dict[str, Any]:
+    """What a benchmark table names the machine by."""
+    return {
+        "cpus": psutil.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30),
+        "platform": platform.platform(terse=True),
+        "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
 
 
 def base64_of(data: bytes | str) -> str:

@@ -26,7 +26,6 @@ from rag_worker.operations.deletion import (
     delete_inspected,
     inspect,
     not_ready_failure,
-    pipeline_busy,
     readiness,
     resolve,
     restrict_failure,
@@ -183,7 +182,7 @@ async def _wait_until_ready(
     reasons: dict[str, str] = {}
     failures: list[Failure] = []
     while pending:
-        busy = await pipeline_busy(ws)
+        busy = await ws.pipeline_busy()
         for doc_id, (name, _) in list(pending.items()):
             row = await ws.rag.doc_status.get_by_id(doc_id)
             if row is None:  # deleted meanwhile (e.g. by a replacing upload elsewhere)

@@ -238,8 +238,6 @@ def _spin(seconds: float) -> None:
 @handles(m.CLEAR_CACHE)
 async def clear_cache(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_clear_cache`: sizes before, clear, sizes after (see rag_worker/operations/caches.py)."""
-    from lightrag.kg.shared_storage import get_namespace_data  # deferred: LightRAG is imported once, off the loop
-
     started = time.perf_counter()
     requested = set(args["cache_types"])
     types = set(CACHE_TYPES) if "all" in requested else requested
@@ -247,7 +245,7 @@ async def clear_cache(ctx: RequestContext, args: dict[str, Any]) -> dict[str, An
     embedding_func = ws.components.get("embedding_func")
     async with edit_lock(ws.name):  # no entity edit runs while the graph is re-read
         before = await measure(ws.rag, embedding_func)
-        busy = bool((await get_namespace_data("pipeline_status", workspace=ws.name)).get("busy"))
+        busy = await ws.pipeline_busy()
         warnings = await clear(ws.rag, embedding_func, types, pipeline_busy=busy)
         after = await measure(ws.rag, embedding_func)
     cleared = [name for name in CACHE_TYPES if name in types]

@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from protocol import methods as m
-from rag_worker.operations.deletion import pipeline_busy
 from rag_worker.storage.workspace import Workspace
 
 log = logging.getLogger("rag_worker.operations.changes")
@@ -35,7 +34,7 @@ async def announce_indexing_done(notify: Notify, ws: Workspace) -> None:
     A run that found the pipeline busy returns at once (LightRAG hands its documents to the run
     in progress); that run announces when it finishes, with every document in a final state."""
     try:
-        busy = await pipeline_busy(ws)
+        busy = await ws.pipeline_busy()
     except Exception:  # a workspace closed meanwhile: announcing once too often is harmless
         busy = False
     if not busy:

@@ -33,14 +33,6 @@ BUSY_HINT = "Indexing is running; retry after lightrag_get_status shows it finis
 Progress = WaitReport  # told the id of the document whose delete waits
 
 
-async def pipeline_busy(ws: Workspace) -> bool:
-    """Whether LightRAG's pipeline (indexing, a delete, a cache clear) runs in this workspace."""
-    from lightrag.kg.shared_storage import get_namespace_data
-
-    status = await get_namespace_data("pipeline_status", workspace=ws.name)
-    return bool(status.get("busy"))
-
-
 @dataclass(frozen=True)
 class DeleteOptions:
     cascade: bool = True

@@ -71,9 +71,10 @@ class Workspace:
     async def busy(self) -> bool:
         """`in_use`, or LightRAG's pipeline works for it.  The last look is `in_use` (no await after
         it), so a caller that acts on False without awaiting acts on a current answer."""
-        return self.in_use() or await self._pipeline_busy() or self.in_use()
+        return self.in_use() or await self.pipeline_busy() or self.in_use()
 
-    async def _pipeline_busy(self) -> bool:
+    async def pipeline_busy(self) -> bool:
+        """Whether LightRAG's pipeline (indexing, a delete, a cache clear) runs in this workspace."""
         from lightrag.kg.shared_storage import get_namespace_data  # deferred: LightRAG is imported once, off the loop
 
         try:
