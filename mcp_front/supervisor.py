@@ -26,11 +26,10 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import psutil
 
 from config.settings import Settings
 from mcp_front.restart_policy import Decision, Outcome, RestartPolicy, WorkerState
-from mcp_front.worker_process import DocumentsChanged, ProgressCallback, WorkerGone, WorkerProcess
+from mcp_front.worker_process import DocumentsChanged, ProgressCallback, WorkerGone, WorkerProcess, process_rss_mb
 from protocol import ErrorCode, RagError
 from protocol import methods as m
 
@@ -360,4 +359,4 @@ async def _wait_any(events: tuple[anyio.Event, ...], timeout: float) -> None:
 
 
 def front_rss_mb() -> float:
-    return round(float(psutil.Process(os.getpid()).memory_info().rss) / 2**20, 1)
+    return process_rss_mb(os.getpid()) or 0.0
