@@ -125,7 +125,8 @@ _CATEGORY_FALLBACKS: dict[str, tuple[str, ...]] = {
     lx.PERSON: (lx.PERSON,), lx.ORGANIZATION: (lx.ORGANIZATION,), lx.LOCATION: (lx.LOCATION,),
     lx.EVENT: (lx.EVENT,), lx.CONCEPT: (lx.CONCEPT,), lx.METHOD: (lx.METHOD, lx.CONCEPT),
     lx.CONTENT: (lx.CONTENT, lx.ARTIFACT), lx.DATA: (lx.DATA, lx.CONCEPT),
-    lx.ARTIFACT: (lx.ARTIFACT,), lx.OTHER: (),
+    lx.ARTIFACT: (lx.ARTIFACT,), lx.DATE: (lx.DATE, "Time", lx.DATA), lx.QUANTITY: (lx.QUANTITY, "Money", lx.DATA),
+    lx.OTHER: (),
 }
 
 

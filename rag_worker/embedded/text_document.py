@@ -21,7 +21,8 @@ from .code_entities import (
     looks_like_code,
     scan_code,
 )
-from .text_scan import scan_sentence
+from .stopwords import detect_language
+from .text_scan import Mention, scan_sentence
 from .text_sentences import bounded, clean_inline, ends_sentence, split_sentences
 
 MAX_NAME_CHARS = 100
@@ -42,6 +43,7 @@ class Unit:
     kind: str  # "prose", "heading" or "code"
     section: int  # index of the governing heading unit, -1 for none
     mentions: list[tuple[int, str]] = field(default_factory=list)  # (offset, entity key)
+    language: str = ""  # a prose sentence's language, when it says so itself
 
 
 @dataclass
@@ -77,10 +79,16 @@ def _strip_name(name: str) -> str:
     return bounded(name.strip(_NAME_EDGE_PUNCT), MAX_NAME_CHARS)
 
 
+def _is_subsequence(letters: str, initials: str) -> bool:
+    remaining = iter(initials)
+    return bool(letters) and all(letter in remaining for letter in letters)
+
+
 class DocumentBuilder:
     """Collects units, candidates and relations for one chunk of text."""
 
-    def __init__(self) -> None:
+    def __init__(self, language: str = "en") -> None:
+        self.language = language  # "en", "de", "fr" or "es": which function words apply
         self.units: list[Unit] = []
         self.cands: dict[str, Candidate] = {}
         self.order = 0
@@ -93,7 +101,7 @@ class DocumentBuilder:
             tentative: bool = False, decl: str = "", level: int = 0) -> str | None:
         """Register one mention; returns the candidate key, or None for an unusable name."""
         name = _strip_name(name)
-        if len(name) < 2 or not any(ch.isalpha() for ch in name):
+        if len(name) < lx.MIN_NAME_CHARS or not any(ch.isalpha() for ch in name):
             return None
         key = name.casefold()
         self.order += 1
@@ -102,6 +110,8 @@ class DocumentBuilder:
             cand = Candidate(key, name, category, strength, group, self.order, tentative=tentative)
             self.cands[key] = cand
         else:
+            if cand.name.isupper() and not name.isupper() and len(name) > 3:
+                cand.name = name  # "VICKSBURG" then "Vicksburg": the name is written the reader's way
             cand.tentative = cand.tentative and tentative
             cand.group = min(cand.group, group)
             if strength > cand.strength:
@@ -147,13 +157,28 @@ class DocumentBuilder:
             return
         section = self.current_section()
         for sentence in split_sentences(text):
-            mentions = scan_sentence(sentence)
-            unit = Unit(sentence, "prose", section)
+            # A manual's untranslated paragraph: a sentence says its own language when it can.
+            language = detect_language(sentence, default=self.language)
+            mentions = scan_sentence(sentence, language=language)
+            unit = Unit(sentence, "prose", section, language=language)
             for m in mentions:
                 key = self.add(m.name, m.category, m.strength, m.group, tentative=m.tentative)
                 if key is not None:
                     unit.mentions.append((m.start, key))
+            self._type_acronyms(sentence, mentions)
             self.units.append(unit)
+
+    def _type_acronyms(self, sentence: str, mentions: list[Mention]) -> None:
+        """"Python Software Foundation (PSF": the acronym is what the name before it is."""
+        for long, short in zip(mentions, mentions[1:], strict=False):
+            between = sentence[long.start + len(long.name):short.start]
+            if between.strip() != "(" or not short.name.isupper() or " " not in long.name:
+                continue
+            initials = "".join(w[0] for w in long.name.split() if w[0].isupper())
+            if _is_subsequence(short.name.replace("-", ""), initials):
+                cand, source = self.cands.get(short.name.casefold()), self.cands.get(long.name.casefold())
+                if cand and source and source.strength > cand.strength:
+                    cand.category, cand.strength = source.category, source.strength
 
     def add_code(self, lines: list[str], language: str) -> None:
         """A code block: its declarations become entities, its structure relations."""

@@ -5,15 +5,18 @@ no randomness, stable ordering. It finds
 
 * Markdown headings (the H1 as the document title, deeper levels as sections),
 * capitalised multi-word names (people, organisations, places, events, ...),
-  acronyms and CamelCase product names,
+  acronyms and CamelCase product names, read with the function words of the
+  chunk's language (English, German, French, Spanish: ``stopwords``),
+* full dates and amounts with a unit (``text_values``),
 * code identifiers: declarations in code blocks or raw source, backticked names,
   ``snake_case`` / ``camelCase`` / ``dotted.calls()`` and file names in prose,
 
-and relates them by sentence co-occurrence, section membership (heading →
-the entities its section introduces, heading → subheading) and code structure
-(class → method, function → function it calls). A description is one short
-fragment of the sentence that mentions an entity (or both ends of a relation),
-so the entity and relation vectors carry the document's meaning.
+and relates them by the sentence that names both (its linking words are the
+keywords: "received, funding"), section membership (heading → the entities its
+section introduces, heading → subheading) and code structure (class → method,
+function → function it calls). A description is one short fragment of the
+sentence that mentions an entity (or both ends of a relation), so the entity and
+relation vectors carry the document's meaning.
 
 Every row costs an embedding: LightRAG embeds each entity ("name\ndescription")
 and relation ("keywords\tsource\ntarget\ndescription"), and embeds them again
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .stopwords import detect_language
 from .text_descriptions import MAX_RELATION_DESC_CHARS, describe, mention_index
 from .text_document import DocumentBuilder, parse_document
 from .text_relations import choose_relations, find_relations
@@ -91,7 +95,7 @@ def extract(text: str, section_path: str = "", max_entities: int = DEFAULT_MAX_E
     ``max_records`` rows in total are returned, and no more than the chunk's
     length allows (``density_limits``).
     """
-    builder = DocumentBuilder()
+    builder = DocumentBuilder(detect_language(text))
     if section_path.strip():
         builder.add_heading(section_path.split("→")[-1], 1, synthetic_path=section_path.strip())
     if text.strip():

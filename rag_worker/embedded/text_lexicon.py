@@ -8,6 +8,10 @@ decide an entity's type or stop a function word from becoming an entity.
 
 from __future__ import annotations
 
+import functools
+
+from .stopwords import ALL_FUNCTION_WORDS, ARTICLES, function_words
+
 # Canonical entity categories. They are the type names of LightRAG 1.5.7's
 # default ``entity_types_guidance`` (LightRAG lowercases them on ingest).
 PERSON = "Person"
@@ -19,7 +23,13 @@ METHOD = "Method"
 CONTENT = "Content"
 DATA = "Data"
 ARTIFACT = "Artifact"
+# Not in LightRAG's default list: the extractor maps them onto "Data" unless the prompt's
+# entity types name them (extractor._CATEGORY_FALLBACKS).
+DATE = "Date"
+QUANTITY = "Quantity"
 OTHER = "Other"
+
+MIN_NAME_CHARS = 3  # "R2", "Ge", "EU": two characters name nothing a reader can tell apart
 
 # Function words and pronouns: stripped from the start of a capitalised run
 # ("The Acme Corporation" -> "Acme Corporation") and never an entity alone.
@@ -60,7 +70,9 @@ INITIAL_VERBS: frozenset[str] = frozenset(
     explore visit contact join meet welcome thanks store index search fetch pull
     push clone test debug fix apply review compare describe explain list show
     give tell provide learn understand imagine suppose assume recall remember
-    today recently currently originally additionally furthermore moreover""".split()
+    today recently currently originally additionally furthermore moreover press type hit
+    enter move replace change append tapez appuyez tapez répétez déplacez pulse escriba
+    mueva mantenga drücken drücke geben gib tippe bewege""".split()
 )
 
 # Lowercase words allowed inside a capitalised run when another capitalised
@@ -71,8 +83,12 @@ CONNECTORS: frozenset[str] = frozenset(
 
 PERSON_TITLES: frozenset[str] = frozenset(
     """dr mr mrs ms mx prof professor sir dame lord lady president senator
-    minister judge king queen prince princess general captain saint""".split()
+    minister judge king queen prince princess general captain saint gen col colonel
+    maj major lt lieutenant capt admiral adm sgt sergeant governor gov rev reverend
+    herr frau monsieur madame mme mlle señor señora sr sra don doña""".split()
 )
+# "Dr. X", "General X", "Frau X": the name after one of these (capitalised) is a person's.
+PERSON_TITLES_BEFORE: frozenset[str] = PERSON_TITLES - frozenset({"don", "sr", "judge", "saint"})
 
 PERSON_ROLE_WORDS: frozenset[str] = frozenset(
     """engineer developer scientist researcher professor author writer founder
@@ -101,12 +117,35 @@ ORG_SUFFIXES: frozenset[str] = frozenset(
     studios studio partners holdings network services solutions industries
     enterprises ventures capital airlines motors pharmaceuticals media records
     publishing trust fund authority bureau office court parliament congress senate
-    army navy police church""".split()
+    army navy police church se kg ev e.v verein stiftung universität institut
+    gesellschaft verband ministerium sarl sas université fondation société
+    universidad fundación sociedad compañía sl""".split()
 )
 
 ORG_PREFIXES: frozenset[str] = frozenset(
     """university bank department ministry institute museum college school
-    church office bureau council""".split()
+    church office bureau council corporation foundation society association agency
+    commission committee academy federation stichting fondation fundación verein
+    stiftung universität université universidad""".split()
+)
+
+# "State of California", "Commonwealth of Virginia": a place named by its kind and name.
+LOCATION_PREFIXES: frozenset[str] = frozenset(
+    """state commonwealth republic kingdom city county province region district town village
+    island isle gulf bay lake mount""".split()
+)
+# "Santa Clara", "Fort Worth", "Port Louis": a first word that names a place.
+PLACE_FIRST_WORDS: frozenset[str] = frozenset("santa san são fort port saint st sankt".split())
+COMPASS_WORDS: frozenset[str] = frozenset(
+    """north south east west central northern southern eastern western upper lower""".split()
+)
+
+# A word right after a name that makes it a piece of software or a product ("the Vim editor",
+# "Python 3.11", "Debian packages").
+ARTIFACT_FOLLOWERS: frozenset[str] = frozenset(
+    """editor interpreter compiler package packages release releases distribution version
+    versions program programs repository archive server client library module plugin app
+    application tool toolkit framework binary binaries installer sdk api cli daemon kernel""".split()
 )
 
 ORG_CUE_WORDS: frozenset[str] = frozenset(
@@ -118,7 +157,7 @@ LOCATION_SUFFIXES: frozenset[str] = frozenset(
     """city county river mountain mountains mount lake island islands street avenue
     road boulevard valley bay ocean sea park province state republic kingdom
     square bridge airport station harbor harbour coast desert forest peninsula
-    region district village town canyon falls gulf strait""".split()
+    region district village town canyon falls gulf strait drive lane""".split()
 )
 
 # A small gazetteer: countries and large cities that appear often in documents.
@@ -141,10 +180,31 @@ LOCATION_NAMES: frozenset[str] = frozenset(
                "silicon valley", "new delhi", "south korea", "north america",
                "south america", "european union"})
 
+# US states and large regions, often met alone ("in Mississippi").
+LOCATION_NAMES |= frozenset(
+    """alabama alaska arizona arkansas colorado connecticut delaware florida georgia hawaii
+    idaho illinois indiana iowa kansas kentucky louisiana maine maryland massachusetts
+    michigan minnesota mississippi missouri montana nebraska nevada ohio oklahoma oregon
+    pennsylvania tennessee utah vermont virginia wisconsin wyoming bavaria bayern
+    scotland wales england catalonia andalusia quebec ontario siberia scandinavia
+    netherlands holland uganda""".split()
+) | frozenset({"new hampshire", "new jersey", "new mexico", "north carolina", "south carolina",
+               "north dakota", "south dakota", "rhode island", "west virginia"})
+
 LOCATION_CUES: tuple[str, ...] = (
     "based in", "located in", "headquartered in", "born in", "moved to",
     "lives in", "living in", "city of", "capital of", "offices in", "office in",
     "north of", "south of", "east of", "west of", "travelled to", "traveled to",
+    "near", "outside", "town of", "village of", "county of", "province of", "state of",
+    "siege of", "battle of", "arrived at", "arrived in", "marched to", "sailed to",
+)
+
+# Month names (EN, DE, FR, ES) for dates: "4 July 1863", "3. Januar 2022", "1 de enero de 2020".
+MONTHS: frozenset[str] = frozenset(
+    """january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec januar februar märz mai juni juli oktober
+    dezember janvier février mars avril juin juillet août septembre octobre novembre décembre
+    enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre""".split()
 )
 
 EVENT_SUFFIXES: frozenset[str] = frozenset(
@@ -157,7 +217,7 @@ CONTENT_SUFFIXES: frozenset[str] = frozenset(
     """report book paper journal article magazine guide manual handbook
     specification documentation film movie album series whitepaper novel thesis
     dissertation newsletter blog podcast encyclopedia dictionary bible act
-    readme tutorial""".split()
+    readme tutorial license licence agreement""".split()
 )
 
 DATA_SUFFIXES: frozenset[str] = frozenset(
@@ -206,7 +266,9 @@ GIVEN_NAMES: frozenset[str] = frozenset(
     yuki hiroshi kenji akira raj priya ravi anil sunil arjun carlos luis miguel
     pedro juan sofia lucia elena ivan olga dmitri sergei anna hans klaus jurgen
     jürgen pierre jean marie francois françois giovanni marco luca paolo ingrid
-    lars sven bjorn björn erik nils astrid freya""".split()
+    lars sven bjorn björn erik nils astrid freya chris ulysses abraham bram guido
+    richard tim steve adrien dominique jacques françoise joachim wolfgang stefan andreas
+    markus thorsten jörg uwe werner manuel javier jorge francisco antonio alejandro""".split()
 )
 
 # Generic English stopwords used for relation keywords and query keywords.
@@ -228,3 +290,25 @@ QUERY_STOPWORDS: frozenset[str] = STOPWORDS | frozenset(
     summarise define mean means meaning info information detail details
     regarding""".split()
 )
+
+
+@functools.lru_cache(maxsize=8)
+def leading_words(language: str) -> frozenset[str]:
+    """Words stripped from the start of a capitalised run in a text of ``language`` (and the
+    articles of every language: a chunk of a German manual may read as English)."""
+    return LEADING_STOPWORDS | ARTICLES | function_words(language)
+
+
+@functools.lru_cache(maxsize=8)
+def single_stopwords(language: str) -> frozenset[str]:
+    """Capitalised words that are never a name alone, whatever the text's language."""
+    return _SINGLE_ANY_LANGUAGE | function_words(language)
+
+
+@functools.lru_cache(maxsize=8)
+def keyword_stopwords(language: str) -> frozenset[str]:
+    """Words that are never a relation keyword in a text of ``language``."""
+    return STOPWORDS | function_words(language)
+
+
+_SINGLE_ANY_LANGUAGE: frozenset[str] = SINGLE_STOPWORDS | STOPWORDS | MONTHS | ALL_FUNCTION_WORDS

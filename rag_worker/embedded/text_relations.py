@@ -1,7 +1,7 @@
 """Relations between the selected entities of one chunk, strongest first.
 
-Candidates come from sentence co-occurrence (the closest pair of mentions gives the
-description), section membership (a heading and the entities its section introduces,
+Candidates come from sentences that name two entities (the closest pair of mentions gives
+the description, the words between them the keywords), section membership (a heading and the entities its section introduces,
 a heading and its subheadings) and code structure (class -> method, caller -> callee);
 ``choose_relations`` keeps the ones a chunk's length allows.
 """
@@ -17,10 +17,10 @@ from .text_selection import rank_group
 from .text_sentences import WORD_RE
 
 MAX_HEADING_LINKS = 2  # a heading is linked to the entities its section introduces first
-MAX_RELATION_WORDS = 2  # salient words of the sentence added to a relation's keywords
+MAX_RELATION_WORDS = 3  # words of the linking phrase that become a relation's keywords
 
 _KEYWORDS_BY_KIND: dict[str, str] = {
-    "cooccurrence": "co-occurrence",
+    "cooccurrence": "",  # the sentence's own words say what the relation is
     "section": "section content",
     "subsection": "subsection, document structure",
     "defines": "defines method, class member, code structure",
@@ -46,8 +46,9 @@ class RelationCandidate:
     description: str = ""
 
     def keywords(self) -> str:
-        """The sentence's salient words, then the words that name the relation's kind."""
-        return ", ".join(dict.fromkeys(self.words + _KEYWORDS_BY_KIND[self.kind].split(", ")))
+        """The words that link the two names in their sentence, then those naming the relation's kind."""
+        kind = [w for w in _KEYWORDS_BY_KIND[self.kind].split(", ") if w]
+        return ", ".join(dict.fromkeys(self.words + kind)) or "related"
 
 
 class _RelationTable:
@@ -75,13 +76,36 @@ class _RelationTable:
         return rel
 
 
-def _salient(words_text: str, exclude: set[str]) -> list[str]:
+def _salient(words_text: str, exclude: set[str], stop: frozenset[str]) -> list[str]:
     found: list[str] = []
     for word in WORD_RE.findall(words_text):
         low = word.lower().strip("'’-")
-        if len(low) >= 3 and low not in lx.STOPWORDS and low not in exclude and low not in found:
+        if len(low) >= 3 and low not in stop and low not in exclude and low not in found:
             found.append(low)
     return found
+
+
+# What a bare connector between two names says ("Alice Johnson of Acme", "Vicksburg, Mississippi").
+_CONNECTOR_KEYWORDS: dict[tuple[str, str], str] = {
+    ("of", lx.ORGANIZATION): "member", ("at", lx.ORGANIZATION): "works", ("from", lx.ORGANIZATION): "member",
+    ("von", lx.ORGANIZATION): "member", ("de", lx.ORGANIZATION): "member", ("in", lx.LOCATION): "located",
+    ("at", lx.LOCATION): "located", (",", lx.LOCATION): "located", ("near", lx.LOCATION): "near",
+}
+
+
+def _linking_words(text: str, first: Candidate, second: Candidate, exclude: set[str], stop: frozenset[str]
+                   ) -> list[str]:
+    """The words between two names that say how they relate ("received funding"): content words
+    between them, else what a bare connector means, else the sentence's salient words."""
+    between = _salient(text, exclude, stop)
+    if between:
+        return between[:MAX_RELATION_WORDS]
+    connector = " ".join(text.split()).strip().lower()
+    for category in (second.category, first.category):
+        phrase = _CONNECTOR_KEYWORDS.get((connector, category))
+        if phrase:
+            return [phrase]
+    return []
 
 
 def _add_cooccurrences(table: _RelationTable, builder: DocumentBuilder) -> None:
@@ -90,6 +114,7 @@ def _add_cooccurrences(table: _RelationTable, builder: DocumentBuilder) -> None:
     for unit in builder.units:
         if unit.kind != "prose":
             continue
+        stop = lx.keyword_stopwords(unit.language or builder.language)
         keys = [k for _, k in sorted(unit.mentions) if k in selected]
         keys = list(dict.fromkeys(keys))
         offsets = {k: o for o, k in sorted(unit.mentions, reverse=True)}
@@ -105,10 +130,12 @@ def _add_cooccurrences(table: _RelationTable, builder: DocumentBuilder) -> None:
                 gap = hi - lo
                 if gap < rel.gap:
                     rel.gap = gap
+                    first, second = (selected[a], selected[b]) if offsets[a] <= offsets[b] else (selected[b], selected[a])
                     end = max(offsets[a] + len(selected[a].name), offsets[b] + len(selected[b].name))
                     rel.description = window_around(unit.text, lo, end, MAX_RELATION_DESC_CHARS)
-                    between = _salient(unit.text[lo:hi], names)
-                    rel.words = (between or _salient(unit.text, names))[:MAX_RELATION_WORDS]
+                    linking = unit.text[lo + len(first.name):hi] if lo + len(first.name) <= hi else ""
+                    rel.words = _linking_words(linking, first, second, names, stop) or \
+                        _salient(unit.text, names, stop)[:MAX_RELATION_WORDS - 1]
 
 
 def _heading_links(builder: DocumentBuilder, selected: dict[str, Candidate]) -> list[list[_HeadingLink]]:

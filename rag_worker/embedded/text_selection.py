@@ -9,11 +9,43 @@ from __future__ import annotations
 
 from . import text_lexicon as lx
 from .text_document import Candidate, DocumentBuilder
+from .text_scan import strong_word
 from .text_sentences import WORD_RE
 
 
+def _one_letter_apart(a: str, b: str) -> bool:
+    """One letter substituted, added or dropped ("vicksbueg" ~ "vicksburg")."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    at = next((i for i in range(len(short)) if short[i] != long[i]), len(short))
+    return long[at].isalpha() and short[at + (len(short) == len(long)):] == long[at + 1:]
+
+
+def _variant_of(cand: Candidate, others: list[Candidate]) -> str | None:
+    """The more frequent name this single word misspells or cuts short, if any.
+
+    OCR and headline text write a name "VICKSBUEG" or "VICKSB" beside "Vicksburg": a word of at
+    least six letters one letter apart from a name mentioned more often, or an all-capitals
+    prefix of one (at least five letters and 60 % of it), is that name.
+    """
+    key = cand.key
+    if " " in key or not key.isalpha():
+        return None
+    for other in others:
+        if other.key == key or " " in other.key or other.count < cand.count or (
+                other.count == cand.count and not cand.name.isupper()):
+            continue
+        if len(key) >= 6 and len(other.key) >= 6 and _one_letter_apart(key, other.key):
+            return other.key
+        if len(key) >= 5 and other.key.startswith(key) and len(key) >= 0.6 * len(other.key) and (
+                cand.name.isupper() or cand.count < other.count):
+            return other.key
+    return None
+
+
 def resolve_aliases(builder: DocumentBuilder) -> None:
-    """Map short aliases onto full names and drop unconfirmed sentence starters."""
+    """Map short aliases and misspelt variants onto full names; drop unconfirmed sentence starters."""
     multi: dict[str, list[str]] = {}
     for cand in builder.cands.values():
         if " " in cand.name and cand.category in (lx.PERSON, lx.ORGANIZATION):
@@ -25,6 +57,11 @@ def resolve_aliases(builder: DocumentBuilder) -> None:
         targets = multi.get(cand.key, [])
         if " " not in cand.name and cand.group >= 2 and len(targets) == 1:
             alias[cand.key] = targets[0]
+    names = [c for c in builder.cands.values() if not c.tentative and c.group >= 2]
+    for cand in names:
+        variant = _variant_of(cand, names)
+        if variant and cand.key not in alias and variant not in alias:
+            alias[cand.key] = variant
     for cand in builder.cands.values():
         if cand.tentative and cand.key not in alias:
             alias[cand.key] = ""  # drop
@@ -43,17 +80,11 @@ def resolve_aliases(builder: DocumentBuilder) -> None:
         builder.cands.pop(key, None)
 
 
-def _strong_word(name: str) -> bool:
-    """An acronym, code, version or CamelCase word: a name even when it stands alone."""
-    return (name.isupper() or any(ch.isdigit() for ch in name)
-            or any(ch.isupper() for ch in name[1:]) or not name.replace("-", "").isalpha())
-
-
 def rank_group(c: Candidate) -> int:
     """0 heading, 1 code declaration, 2 named entity / identifier, 3 plain capitalised word."""
     if c.group < 2:
         return c.group
-    return 2 if c.strength >= 1 or " " in c.name or _strong_word(c.name) else 3
+    return 2 if c.strength >= 1 or " " in c.name or strong_word(c.name) else 3
 
 
 def select_entities(builder: DocumentBuilder, max_entities: int) -> list[Candidate]:

@@ -51,8 +51,11 @@ def test_a_process_rss_reads_as_psutil_reads_it() -> None:
 
 
 def test_a_process_has_an_rss_while_it_runs_and_none_once_it_is_gone() -> None:
-    child = subprocess.Popen([PYTHON, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    # The child says it runs before it is measured: between fork and exec its RSS can read 0.
+    code = "import sys; print('up', flush=True); sys.stdin.read()"
+    child = subprocess.Popen([PYTHON, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
+        assert child.stdout is not None and child.stdout.readline() == b"up\n"
         running = process_rss_mb(child.pid)
     finally:
         assert child.stdin is not None
