@@ -43,7 +43,7 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.bench import Results, markdown, record  # noqa: E402
+from scripts.bench_report import Results, markdown, record  # noqa: E402
 from scripts.bench_support import PRODUCTION_SUPERVISION, machine_info  # noqa: E402
 from scripts.corpus import BenchDoc, bench_documents  # noqa: E402
 from tests.integration.harness import Client, running_server  # noqa: E402

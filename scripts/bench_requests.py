@@ -1,26 +1,30 @@
 #!/usr/bin/env python3
-"""Embedding and LLM requests per query: through this server against LightRAG alone (the floor).
+"""The LLM path (`llm` in scripts/bench.py): queries through this server against LightRAG alone,
+with LightRAG's real `openai` binding for the LLM and the embeddings of both sides, talking to a
+local OpenAI-compatible fake (scripts/bench_fake_llm.py; nothing leaves the machine).
 
-Both sides use the same local OpenAI-compatible fake (tests/fakes/openai_server.py: the real
-`openai` binding runs, nothing leaves the machine) and the same generated documents.  The
-server is driven over stdio as LibreChat drives it; LightRAG is built in-process exactly as
-the worker builds it (`rag_worker.storage.lightrag_setup.new_lightrag`) and asked with
-`aquery_llm`.  Each question is new (LightRAG's LLM cache would hide requests), and each
-side's requests are counted by the fake during that one call.
+Per mode, two paths: the answer (`lightrag_query` vs `aquery_llm`) and the context
+(`lightrag_query` with only_context vs `aquery_data`), with the QueryParam the worker builds.
+Per query: latency, and what the fake saw during that one call — embedding requests, texts
+embedded, LLM requests, bytes to and from it.  Every question is new to its side and path
+(LightRAG's caches would hide requests); both sides answer from the same index: the documents
+are indexed once through the server (the fake's built-in extractor answers entity extraction
+deterministically) and the floor opens LightRAG on a copy of that workspace.
 
-Run from the project root::
+Alone, from the project root::
 
-    .venv/bin/python scripts/bench_requests.py --docs 5 --questions 4
+    .venv/bin/python scripts/bench_requests.py --docs 20 --questions 4
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
+import itertools
+import logging
 import statistics
 import sys
 import tempfile
-import uuid
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,104 +34,141 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from scripts.corpus import generated_documents  # noqa: E402
-from tests.fakes.openai_server import FakeLLMServer  # noqa: E402
-from tests.integration.harness import running_server  # noqa: E402
+from scripts.bench_fake_llm import FakeLLMProcess  # noqa: E402
+from scripts.bench_queries import spread  # noqa: E402
+from scripts.bench_report import Results, Target, markdown, number, record  # noqa: E402
+from scripts.bench_support import MODES, DirectLightRAG, corpus, front, index_through_server, machine_info  # noqa: E402
 
-MODES = ("naive", "local", "global", "hybrid", "mix")
-DIM = 64
-
-
-def llm_env(fake: FakeLLMServer) -> dict[str, str]:
-    host = fake.openai_base_url
-    return {
-        "LLM_BINDING": "openai", "LLM_MODEL": "fake-chat", "LLM_BINDING_HOST": host, "LLM_BINDING_API_KEY": "sk-bench",
-        "EMBEDDING_BINDING": "openai", "EMBEDDING_MODEL": "fake-embed", "EMBEDDING_DIM": str(DIM),
-        "EMBEDDING_BINDING_HOST": host, "EMBEDDING_BINDING_API_KEY": "sk-bench",
-    }
+LLM_TARGET = Target("p50 ≤ 1.1× LightRAG in-process; same requests", ratio_at_most=1.1)
+PATHS = ("answer", "context")
+FAKE_COSINE_THRESHOLD = "0.1"
+COUNTS = ("embedding_requests", "texts_embedded", "llm_requests", "bytes_to_fake", "bytes_from_fake")
 
 
-def questions(mode: str, count: int, side: str) -> list[str]:
-    return [f"What did the {side} report say about topic {n} ({mode})?" for n in range(count)]
+class Calls:
+    """Latency (ms) and the fake's counts of every call, by (side, path)."""
+
+    def __init__(self) -> None:
+        self.ms: dict[tuple[str, str], list[float]] = {}
+        self.counts: dict[tuple[str, str], list[dict[str, int]]] = {}
+        self.hits: dict[tuple[str, str], int] = {}
+
+    def add(self, side: str, path: str, ms: float, counts: dict[str, int], hit: bool) -> None:
+        self.ms.setdefault((side, path), []).append(ms)
+        self.counts.setdefault((side, path), []).append(counts)
+        self.hits[(side, path)] = self.hits.get((side, path), 0) + hit
+
+    def mean(self, side: str, path: str, key: str) -> float:
+        return statistics.fmean(row[key] for row in self.counts[(side, path)])
 
 
-def counted(fake: FakeLLMServer) -> tuple[int, int, int]:
-    """(embedding requests, texts embedded, chat requests) since the last reset."""
-    embeddings = fake.requests_for(endpoint="embeddings")
-    texts = sum(len(r.body.get("input") or []) if isinstance(r.body.get("input"), list) else 1 for r in embeddings)
-    return len(embeddings), texts, len(fake.requests_for(endpoint="chat"))
+async def bench_llm(results: Results, home: Path, sizes: list[int], questions: int) -> None:
+    with FakeLLMProcess() as fake:
+        for size in sizes:
+            started = time.perf_counter()
+            index = await index_through_server(home / f"llm{size}", corpus(size), llm_env(fake))
+            sys.stderr.write(f"  ({size} docs indexed through the fake in {time.perf_counter() - started:.1f} s)\n")
+            working_dir, workspace = index.copy_for_floor(home / f"floor{size}")
+            direct = DirectLightRAG(working_dir, workspace, index.env)
+            await direct.open()
+            try:
+                async with front(index.home, **index.server_env()) as client:
+                    await client.wait_ready()
+                    numbers = itertools.count()
+                    for mode in MODES:  # opens the workspace and loads every store: not a figure
+                        await _call(client, direct, "ours", "answer", f"What happened first ({mode})?", mode)
+                        await _call(client, direct, "floor", "answer", f"What happened first ({mode})?", mode)
+                    for mode in MODES:
+                        calls = Calls()
+                        for turn, doc in enumerate(spread(index.docs, questions)):
+                            for side, path in _order(turn):
+                                question = f"{doc.question} (reference {next(numbers)})"  # new to every side and path
+                                fake.reset()
+                                ms, text = await _call(client, direct, side, path, question, mode)
+                                calls.add(side, path, ms, fake.count(), doc.answer in text)
+                        _record_mode(results, calls, mode, size, questions)
+            finally:
+                await direct.close()
 
 
-async def through_server(fake: FakeLLMServer, docs: list[tuple[str, str]], count: int) -> dict[str, list[tuple[int, int, int]]]:
-    home = Path(tempfile.mkdtemp(prefix="bench-requests-"))
-    per_mode: dict[str, list[tuple[int, int, int]]] = {}
-    async with running_server(home, **llm_env(fake)) as client:
-        for name, text in docs:
-            content = base64.b64encode(text.encode()).decode()
-            await client.call("upload_to_lightrag", {"filename": name.replace(".pdf", ".md"), "content": content})
-        for mode in MODES:
-            per_mode[mode] = []
-            for question in questions(mode, count, "server"):
-                fake.reset()
-                result = await client.call("lightrag_query", {"query": question, "mode": mode})
-                if result.is_error:
-                    raise SystemExit(f"the server failed a {mode} query: {result.content[0]}")
-                per_mode[mode].append(counted(fake))
-    return per_mode
+def llm_env(fake: FakeLLMProcess) -> dict[str, str]:
+    """Both sides' configuration: LightRAG's openai binding against the fake.  The fake's hashed
+    bag-of-words vectors score a question against its passage at about 0.1-0.2 cosine, under
+    LightRAG's default 0.2 threshold: without a lower one naive retrieval finds nothing and its
+    answer path never reaches the LLM."""
+    return {**fake.env(), "COSINE_THRESHOLD": FAKE_COSINE_THRESHOLD}
 
 
-async def through_lightrag(fake: FakeLLMServer, docs: list[tuple[str, str]], count: int) -> dict[str, list[tuple[int, int, int]]]:
-    from lightrag import QueryParam
-
-    from config.settings import load_settings
-    from rag_worker.bindings import build_components
-    from rag_worker.storage.lightrag_setup import new_lightrag
-
-    components = await build_components(load_settings(llm_env(fake)), anyio.CapacityLimiter(2))
-    working_dir = Path(tempfile.mkdtemp(prefix="bench-requests-floor-"))
-    rag = await new_lightrag(working_dir, f"floor-{uuid.uuid4().hex[:8]}", components)
-    per_mode: dict[str, list[tuple[int, int, int]]] = {}
-    try:
-        await rag.ainsert([text for _, text in docs], file_paths=[name for name, _ in docs])
-        for mode in MODES:
-            per_mode[mode] = []
-            for question in questions(mode, count, "floor"):
-                fake.reset()
-                await rag.aquery_llm(question, QueryParam(mode=mode, enable_rerank=False))
-                per_mode[mode].append(counted(fake))
-    finally:
-        await rag.finalize_storages()
-    return per_mode
+def _order(turn: int) -> list[tuple[str, str]]:
+    """Both paths of both sides, neither side always first."""
+    sides = ("ours", "floor") if turn % 2 == 0 else ("floor", "ours")
+    return [(side, path) for path in PATHS for side in sides]
 
 
-def mean(values: list[int]) -> float:
-    return statistics.fmean(values) if values else 0.0
+async def _call(client: Any, direct: DirectLightRAG, side: str, path: str, question: str, mode: str) -> tuple[float, str]:
+    """(milliseconds, what the accuracy is read from) for one query: the LLM's answer on the
+    answer path, everything that came back on the context path."""
+    import orjson
+
+    started = time.perf_counter()
+    if side == "ours":
+        arguments: dict[str, Any] = {"query": question, "mode": mode}
+        if path == "context":
+            arguments["only_context"] = True
+        result = await client.call("lightrag_query", arguments)
+        ms = (time.perf_counter() - started) * 1000
+        assert not result.is_error, result.content
+        expected = "answered" if path == "answer" else "context_only"
+        structured = result.structured_content or {}
+        assert structured.get("status") in (expected, "no_results"), structured
+        if path == "answer":
+            return ms, str(structured.get("answer") or "")
+        return ms, "".join(getattr(part, "text", "") for part in result.content)
+    raw = await direct.query(question, mode, answer=path == "answer")
+    ms = (time.perf_counter() - started) * 1000
+    if path == "answer":
+        return ms, str((raw.get("llm_response") or {}).get("content") or "")
+    return ms, orjson.dumps(raw).decode()
 
 
-def report(server: dict[str, Any], floor: dict[str, Any]) -> None:
-    print("| mode | embedding requests / query (server · LightRAG) | texts embedded | LLM requests | equal |")
-    print("|---|---|---|---|---|")
-    for mode in MODES:
-        s_req, s_txt, s_llm = (mean([row[i] for row in server[mode]]) for i in range(3))
-        f_req, f_txt, f_llm = (mean([row[i] for row in floor[mode]]) for i in range(3))
-        same = "yes" if (s_req, s_llm) == (f_req, f_llm) else "no"
-        print(f"| {mode} | {s_req:.2f} · {f_req:.2f} | {s_txt:.2f} · {f_txt:.2f} | {s_llm:.2f} · {f_llm:.2f} | {same} |")
-
-
-async def main_async(args: argparse.Namespace) -> None:
-    docs = generated_documents(args.docs, fmt="text")
-    with FakeLLMServer(embedding_dim=DIM) as fake:
-        server = await through_server(fake, docs, args.questions)
-        floor = await through_lightrag(fake, docs, args.questions)
-    print(f"{args.docs} documents, {args.questions} new questions per mode, openai binding against a local fake")
-    report(server, floor)
+def _record_mode(results: Results, calls: Calls, mode: str, size: int, questions: int) -> None:
+    for path in PATHS:
+        ours, floor = ("ours", path), ("floor", path)
+        same = all(calls.mean(*ours, key) == calls.mean(*floor, key) for key in ("embedding_requests", "llm_requests"))
+        per_query = ", ".join(
+            f"{label} {number(calls.mean(*ours, key))}·{number(calls.mean(*floor, key))}"
+            for label, key in (("embedding requests", "embedding_requests"), ("texts embedded", "texts_embedded"),
+                               ("LLM requests", "llm_requests"))
+        )
+        wire = (
+            f"KB to·from the fake {number(calls.mean(*ours, 'bytes_to_fake') / 1000)}·"
+            f"{number(calls.mean(*floor, 'bytes_to_fake') / 1000)} / {number(calls.mean(*ours, 'bytes_from_fake') / 1000)}·"
+            f"{number(calls.mean(*floor, 'bytes_from_fake') / 1000)}"
+        )
+        accuracy = f"accuracy {calls.hits[ours] / questions:.2f}·{calls.hits[floor] / questions:.2f}"
+        name = f"LLM path: query {mode}, {'answer' if path == 'answer' else 'only_context'}, @ {size} docs"
+        entry = record(results, name, "ms", calls.ms[ours], LLM_TARGET, calls.ms[floor],
+                       f"per query (ours·LightRAG): {per_query}; {wire}; {accuracy}")
+        entry["met"] = bool(entry.get("met")) and same
+        entry["requests_per_query"] = {
+            side: {key: round(calls.mean(side, path, key), 2) for key in COUNTS} for side in ("ours", "floor")
+        }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=5)
-    parser.add_argument("--questions", type=int, default=4)
-    anyio.run(main_async, parser.parse_args())
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--docs", type=int, default=20)
+    parser.add_argument("--questions", type=int, default=4, help="questions per mode (each asked once per side and path)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    results: Results = {}
+
+    async def run() -> None:
+        with tempfile.TemporaryDirectory(prefix="bench-requests-") as tmp:
+            await bench_llm(results, Path(tmp), [args.docs], args.questions)
+
+    anyio.run(run)
+    sys.stdout.write(markdown(results, machine_info()) + "\n")
 
 
 if __name__ == "__main__":

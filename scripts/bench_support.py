@@ -6,8 +6,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import platform
+import shutil
 import subprocess
 import time
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +19,7 @@ import anyio
 import orjson
 import psutil
 
+from scripts.corpus import BenchDoc, bench_documents
 from tests.conftest import PYTHON
 from tests.integration.harness import Client, running_server
 
@@ -70,23 +73,46 @@ class BenchClient(Client):
         self.pids["worker"] = health["components"]["worker"]["pid"]
         return health
 
-    async def index(self, docs: list[Any], concurrency: int) -> float:
-        """Upload every document (at most `concurrency` at once); seconds until all are processed."""
+    async def counts(self) -> dict[str, int]:
+        """The workspace's documents by state (lightrag_get_status)."""
+        result = await self.call("lightrag_get_status", {})
+        assert not result.is_error, result.content
+        return dict((result.structured_content or {}).get("counts") or {})
+
+    async def upload(self, doc: Any) -> Any:
+        """`upload_to_lightrag` of one generated PDF; the call's result."""
+        arguments = {"filename": doc.name, "content": base64_of(doc.pdf), "mimeType": "application/pdf"}
+        result = await self.call("upload_to_lightrag", arguments)
+        assert not result.is_error, result.content
+        return result
+
+    async def index(self, docs: list[Any], concurrency: int, poll: float = 0.2) -> float:
+        """Upload every document (at most `concurrency` calls in flight, as a client sends them)
+        and poll lightrag_get_status until all are processed; the seconds that took.
+
+        With LIGHTRAG_MCP_WAIT_SECONDS=0 the uploads return once queued and the polling measures
+        indexing; with a long wait each upload returns once its document is processed."""
         limiter = anyio.CapacityLimiter(concurrency)
+        before = await self.counts()
+        settled = before.get("processed", 0) + before.get("failed", 0) + len(docs)
         started = time.perf_counter()
 
         async def one(doc: Any) -> None:
             async with limiter:
-                result = await self.call(
-                    "upload_to_lightrag",
-                    {"filename": doc.name, "content": base64_of(doc.pdf), "mimeType": "application/pdf"},
-                )
-                assert not result.is_error and result.structured_content["status"] == "processed", result.content
+                await self.upload(doc)
 
         async with anyio.create_task_group() as tg:
             for doc in docs:
                 tg.start_soon(one, doc)
-        return time.perf_counter() - started
+        while True:
+            counts = await self.counts()
+            if counts.get("processed", 0) + counts.get("failed", 0) >= settled:
+                elapsed = time.perf_counter() - started
+                break
+            await anyio.sleep(poll)
+        failed = counts.get("failed", 0) - before.get("failed", 0)
+        assert not failed, f"{failed} of {len(docs)} documents failed to index"
+        return elapsed
 
 
 @contextlib.asynccontextmanager
@@ -99,15 +125,27 @@ async def front(home: Path, **env: str) -> AsyncIterator[BenchClient]:
         yield bench
 
 
-async def bare_server_initialize() -> float:
-    """Spawn → initialize answered for a trivial low-level `mcp` server (the start-up floor)."""
+def child_rss_mb(marker: str) -> float:
+    """RSS (MB) of this process's child whose command line contains `marker` (0: none)."""
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if any(marker in part for part in child.cmdline()):
+                return round(child.memory_info().rss / 2**20, 1)
+    return 0.0
+
+
+async def bare_server_start() -> tuple[float, float]:
+    """Spawn → initialize answered for a trivial low-level `mcp` server (the start-up floor),
+    and its RSS (MB) after initialize + tools/list (the front's memory floor)."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     params = StdioServerParameters(command=PYTHON, args=["-c", BARE_SERVER])
     started = time.perf_counter()
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
-        return time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        await session.list_tools()
+        return seconds, child_rss_mb(BARE_SERVER)
 
 
 class RssSampler:
@@ -141,34 +179,53 @@ class RssSampler:
 
 
 class DirectLightRAG:
-    """LightRAG in this process, built exactly as the worker builds it: the floor."""
+    """LightRAG in this process, built exactly as the worker builds it: the floor.
 
-    def __init__(self, working_dir: Path) -> None:
+    `env` is the configuration the server runs with (bindings); `workspace` names the
+    workspace directory under `working_dir` (a copy of the server's, for the query floors)."""
+
+    def __init__(self, working_dir: Path, workspace: str | None = None, env: dict[str, str] | None = None) -> None:
         self._dir = working_dir
+        # LightRAG keeps a workspace's data in process-wide dicts keyed by its name (and refuses a
+        # file name it has seen there): each floor gets a name of its own.
+        self._workspace = workspace or f"direct_{uuid.uuid4().hex[:8]}"
+        self._env = dict(env or {})
         self.rag: Any = None
+        self.llm_configured = False
 
     async def open(self) -> None:
         from config.settings import load_settings
+        from config.storages import resolve_storages
         from rag_worker.bindings import build_components
         from rag_worker.storage.lightrag_setup import import_lightrag, new_lightrag
 
         import_lightrag()
-        components = await build_components(load_settings({"WORKING_DIR": str(self._dir)}), anyio.CapacityLimiter(4))
-        self.rag = await new_lightrag(self._dir, "direct", components)
+        settings = load_settings({**self._env, "WORKING_DIR": str(self._dir)})
+        components = await build_components(settings, anyio.CapacityLimiter(settings.worker_threads))
+        self.llm_configured = bool(components.get("llm_configured"))
+        overrides: dict[str, Any] = resolve_storages(settings).as_kwargs()  # local storages unless env names others
+        if "COSINE_THRESHOLD" in self._env:  # LightRAG reads it from the environment once, at import
+            overrides["cosine_better_than_threshold"] = float(self._env["COSINE_THRESHOLD"])
+        self.rag = await new_lightrag(self._dir, self._workspace, components, **overrides)
+
+    async def enqueue(self, texts: list[str], names: list[str]) -> None:
+        await self.rag.apipeline_enqueue_documents(texts, file_paths=names)
 
     async def index(self, docs: list[Any]) -> float:
+        """LightRAG's batch pipeline: extract every PDF, enqueue all in one call, process; seconds."""
         from rag_worker.ingest.pdf import extract_pdf
 
         started = time.perf_counter()
         texts = [extract_pdf(doc.pdf).text for doc in docs]
-        await self.rag.apipeline_enqueue_documents(texts, file_paths=[doc.name for doc in docs])
+        await self.enqueue(texts, [doc.name for doc in docs])
         await self.rag.apipeline_process_enqueue_documents()
         return time.perf_counter() - started
 
-    async def query(self, question: str, mode: str) -> Any:
-        from rag_worker.operations.querying import query_param
-
-        return await self.rag.aquery_data(question, query_param({"query": question, "mode": mode}, stream=False, with_llm=False))
+    async def query(self, question: str, mode: str, *, answer: bool = False) -> Any:
+        """`aquery_data` (or `aquery_llm` with `answer`) with the QueryParam the worker builds
+        for `lightrag_query` with these arguments and every other argument at its default."""
+        param = floor_query_param(question, mode, answer=answer)
+        return await (self.rag.aquery_llm if answer else self.rag.aquery_data)(question, param)
 
     async def close(self) -> None:
         await self.rag.finalize_storages()
@@ -182,3 +239,66 @@ class DirectLightRAG:
             timeout=300,
         )
         return list(orjson.loads(done.stdout).get("rtt_samples_ms", []))
+
+
+def floor_query_param(question: str, mode: str, *, answer: bool) -> Any:
+    """The QueryParam of `lightrag_query(query, mode)`: the method's defaults filled in as the
+    worker's dispatch fills them (protocol QUERY spec), turned into LightRAG's parameters by the
+    worker's own function, so both sides ask with the same parameters."""
+    from protocol import methods as m
+    from rag_worker.operations.querying import query_param
+
+    return query_param(m.QUERY.with_defaults({"query": question, "mode": mode}), stream=False, with_llm=answer)
+
+
+_CORPORA: dict[int, list[BenchDoc]] = {}
+
+
+def corpus(count: int, seed: int = 11) -> list[BenchDoc]:
+    """The first `count` generated two-page PDFs of `seed` (scripts/corpus.py), made once per run:
+    document i is the same whatever `count` is, so a larger corpus extends a smaller one."""
+    made = _CORPORA.setdefault(seed, [])
+    if len(made) < count:
+        made[:] = bench_documents(count, seed=seed)
+    return made[:count]
+
+
+@dataclass
+class ServerIndex:
+    """Documents indexed through the server in `home` (data in `home`/data), kept for queries.
+
+    The query floors open LightRAG on a copy of this workspace's directory, so both sides
+    answer from the same index without indexing it twice."""
+
+    home: Path
+    env: dict[str, str]
+    docs: list[BenchDoc]
+    seconds: float = 0.0
+
+    @property
+    def data_dir(self) -> Path:
+        return self.home / "data"
+
+    def server_env(self, **extra: str) -> dict[str, str]:
+        return {**self.env, "WORKING_DIR": str(self.data_dir), **extra}
+
+    def workspace_dir(self) -> Path:
+        """The one workspace directory LightRAG wrote (it holds the document status store)."""
+        found = [path.parent for path in self.data_dir.glob("*/kv_store_doc_status.json")]
+        assert len(found) == 1, f"expected one workspace under {self.data_dir}: {found}"
+        return found[0]
+
+    def copy_for_floor(self, into: Path) -> tuple[Path, str]:
+        """(working_dir, workspace) of a copy of the server's workspace, once the server is closed."""
+        workspace = f"floor_{self.home.name}"
+        shutil.copytree(self.workspace_dir(), into / workspace)
+        return into, workspace
+
+
+async def index_through_server(home: Path, docs: list[BenchDoc], env: dict[str, str], concurrency: int = 4) -> ServerIndex:
+    """Index `docs` through a server in `home` (uploads with no wait, then polled); closes it."""
+    index = ServerIndex(home, dict(env), docs)
+    async with front(home, **index.server_env(LIGHTRAG_MCP_WAIT_SECONDS="0")) as client:
+        await client.wait_ready()
+        index.seconds = await client.index(docs, concurrency)
+    return index
