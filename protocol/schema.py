@@ -211,3 +211,10 @@ def nullable(schema: Schema) -> Schema:
 def open_object(description: str | None = None) -> Schema:
     """An object whose members are not fixed (for results only, never for inputs)."""
     return _described({"type": "object"}, description)
+
+
+def open_list(description: str, *, max_items: int) -> Schema:
+    """A result's list of objects whose members `description` names (results only): clients
+    check its bound, not each item — the Python MCP client validates a result item by item, which
+    cost more than the rest of a query's transport for hundreds of entities and relations."""
+    return _described({"type": "array", "maxItems": max_items}, description)

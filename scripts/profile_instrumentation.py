@@ -7,7 +7,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from typing import Any
 
 
@@ -49,9 +49,8 @@ class Stats:
     text_chars: int = 0
     max_chars: int = 0
     llm_kinds: Counter = dataclasses.field(default_factory=Counter)
-    by_store: dict = dataclasses.field(default_factory=lambda: defaultdict(lambda: [0, 0, 0]))  # n, chars, tokens
-    upserts_by_store: Counter = dataclasses.field(default_factory=Counter)
     truncated: Counter = dataclasses.field(default_factory=Counter)
+    stores: dict = dataclasses.field(default_factory=dict)  # kind -> StoreStats
 
 
 class TruncationCounter(logging.Handler):
@@ -65,6 +64,16 @@ class TruncationCounter(logging.Handler):
             self.stats.truncated[message.split(":", 1)[0]] += 1
         elif "Oversize description" in message:
             self.stats.truncated["oversize description"] += 1
+
+
+def count_wordpieces(stats: Stats) -> None:
+    """Model tokens per store and in all, counted after the run (tokenizing costs CPU)."""
+    counter = _wordpiece_counter()
+    if counter is None:
+        return
+    for store in stats.stores.values():
+        store.wordpieces = sum(counter(texts) for texts in store.batches)
+    stats.wordpieces = sum(store.wordpieces for store in stats.stores.values())
 
 
 def _wordpiece_counter() -> Any:
@@ -88,8 +97,6 @@ def instrument(components: dict[str, Any], stats: Stats) -> dict[str, Any]:
 
     embedding = components["embedding_func"]
     inner = embedding.func
-    counter = _wordpiece_counter()
-
     async def counted_embed(texts: list[str], **kwargs: Any) -> Any:
         started = stats.embed_clock.enter()
         try:
@@ -100,8 +107,6 @@ def instrument(components: dict[str, Any], stats: Stats) -> dict[str, Any]:
             lengths = [len(t) for t in texts]
             stats.text_chars += sum(lengths)
             stats.max_chars = max([stats.max_chars, *lengths])
-            if counter is not None:
-                stats.wordpieces += counter(texts)
 
     llm = components["llm_model_func"]
 
@@ -119,31 +124,162 @@ def instrument(components: dict[str, Any], stats: Stats) -> dict[str, Any]:
     return out
 
 
-#: The statistics of the corpus being indexed (the vector-store patch reports into it).
+#: The statistics of the corpus being indexed (the vector-store watchers report into it).
 CURRENT = Stats()
 
+#: The vector stores of one LightRAG instance, by the kind of text they hold.
+STORE_KINDS = {"chunks_vdb": "chunks", "entities_vdb": "entities", "relationships_vdb": "relations"}
 
-def patch_vector_store() -> None:
-    """Count what each vector store embeds at flush time (coalesced per id)."""
-    from lightrag.kg.nano_vector_db_impl import NanoVectorDBStorage
 
-    original_flush = NanoVectorDBStorage._flush_pending_locked
-    original_upsert = NanoVectorDBStorage.upsert
+@dataclasses.dataclass
+class StoreStats:
+    """What one vector store had embedded, and what it asked to embed that it already held."""
 
-    counter = _wordpiece_counter()
+    clock: BusyClock = dataclasses.field(default_factory=BusyClock)
+    texts: int = 0
+    chars: int = 0
+    wordpieces: int = 0
+    upserts: int = 0
+    flushes: int = 0
+    batch_sizes: Counter = dataclasses.field(default_factory=Counter)
+    # Rows waiting for a vector at a commit, against the row the store already holds.
+    new_rows: int = 0
+    same_content: int = 0
+    changed_content: int = 0
+    changed_examples: list = dataclasses.field(default_factory=list)  # (stored, new) content, a few
+    batches: list = dataclasses.field(default_factory=list)  # the texts of each call (--dump-texts)
 
-    async def flush(self: Any) -> None:
-        contents = [pdoc.record.get("content", "") for pdoc in list(self._pending_upserts.values())
-                    if pdoc.vector is None]
-        entry = CURRENT.by_store[self.namespace]
-        entry[0] += len(contents)
-        entry[1] += sum(len(c) for c in contents)
-        entry[2] += counter(contents) if counter is not None and contents else 0
-        await original_flush(self)
 
-    async def upsert(self: Any, data: dict[str, dict[str, Any]]) -> None:
-        CURRENT.upserts_by_store[self.namespace] += len(data)
-        await original_upsert(self, data)
+def watch_vector_stores(rag: Any, stats: Stats) -> None:
+    """Count, per vector store of `rag`, the texts it embeds (and their time) and, at each commit,
+    how many waiting rows carry the very content the store already holds under that id."""
+    for attribute, kind in STORE_KINDS.items():
+        storage = getattr(rag, attribute)
+        store = stats.stores.setdefault(kind, StoreStats())
+        embedding = storage.embedding_func
+        storage.embedding_func = dataclasses.replace(embedding, func=_counting(embedding.func, store))
+        storage.upsert = _counting_upserts(storage.upsert, store)
+        storage.index_done_callback = _classifying_commits(storage, storage.index_done_callback, store)
 
-    NanoVectorDBStorage._flush_pending_locked = flush  # type: ignore[method-assign]
-    NanoVectorDBStorage.upsert = upsert  # type: ignore[method-assign]
+
+def _counting(inner: Any, store: StoreStats) -> Any:
+    async def embed(texts: list[str], **kwargs: Any) -> Any:
+        if kwargs.get("context") == "query":
+            return await inner(texts, **kwargs)
+        started = store.clock.enter()
+        try:
+            return await inner(texts, **kwargs)
+        finally:
+            store.clock.leave(started)
+            store.texts += len(texts)
+            store.chars += sum(len(t) for t in texts)
+            store.batch_sizes[len(texts)] += 1
+            store.batches.append(list(texts))  # model tokens counted after the run (count_wordpieces)
+
+    return embed
+
+
+def _counting_upserts(upsert: Any, store: StoreStats) -> Any:
+    async def counted(data: dict[str, dict[str, Any]]) -> Any:
+        store.upserts += len(data)
+        return await upsert(data)
+
+    return counted
+
+
+def _classifying_commits(storage: Any, commit: Any, store: StoreStats) -> Any:
+    seen: dict[int, Any] = {}  # rows already classified (at an overlapping commit), kept alive
+
+    async def classified() -> Any:
+        waiting = {}
+        for row_id, row in storage._pending_upserts.items():
+            if row.vector is None and id(row) not in seen:
+                seen[id(row)] = row
+                waiting[row_id] = row.record.get("content")
+        if waiting:
+            store.flushes += 1
+            held = {dp["__id__"]: dp.get("content") for dp in storage._client._NanoVectorDB__storage["data"]
+                    if dp["__id__"] in waiting}
+            for row_id, content in waiting.items():
+                if row_id not in held:
+                    store.new_rows += 1
+                elif held[row_id] == content:
+                    store.same_content += 1
+                else:
+                    store.changed_content += 1
+                    if len(store.changed_examples) < 12:
+                        store.changed_examples.append((held[row_id], content))
+        return await commit()
+
+    return classified
+
+
+@dataclasses.dataclass
+class ModelStats:
+    """What the ONNX model itself ran: batches, real and padded tokens, seconds in inference."""
+
+    batches: int = 0
+    texts: int = 0
+    tokens: int = 0
+    padded_tokens: int = 0
+    seconds: float = 0.0
+    # Wall seconds during which exactly k inferences ran at once (k = 1, 2, ...).
+    parallel: Counter = dataclasses.field(default_factory=Counter)
+    _active: int = 0
+    _since: float = 0.0
+
+    def reset(self) -> None:
+        for field in dataclasses.fields(self):
+            if field.default_factory is not dataclasses.MISSING:
+                setattr(self, field.name, field.default_factory())
+            else:
+                setattr(self, field.name, field.default)
+
+    def change(self, delta: int) -> None:
+        """One inference starts (+1) or ends (-1): close the interval at the old concurrency."""
+        now = time.perf_counter()
+        if self._active:
+            self.parallel[self._active] += now - self._since
+        self._active += delta
+        self._since = now
+
+
+def watch_model(stats: ModelStats) -> None:
+    """Count every inference batch of OnnxSentenceEmbedder (shapes and time of `session.run`)."""
+    from rag_worker.embedded import models
+
+    lock = threading.Lock()
+    original_load = models.OnnxSentenceEmbedder.load
+
+    def load(self: Any) -> None:
+        original_load(self)
+        session = self._session
+        if getattr(session, "watched", False):
+            return
+
+        class Watched:
+            watched = True
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(session, name)
+
+            def run(self, outputs: Any, feed: dict[str, Any], *args: Any) -> Any:
+                with lock:
+                    stats.change(+1)
+                started = time.perf_counter()
+                try:
+                    return session.run(outputs, feed, *args)
+                finally:
+                    took = time.perf_counter() - started
+                    mask = feed["attention_mask"]
+                    with lock:
+                        stats.change(-1)
+                        stats.batches += 1
+                        stats.texts += int(mask.shape[0])
+                        stats.tokens += int(mask.sum())
+                        stats.padded_tokens += int(mask.size)
+                        stats.seconds += took
+
+        self._session = Watched()
+
+    models.OnnxSentenceEmbedder.load = load  # type: ignore[method-assign]

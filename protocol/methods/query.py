@@ -10,6 +10,7 @@ from protocol.schema import (
     nullable,
     number,
     obj,
+    open_list,
     open_object,
     string,
     without_descriptions,
@@ -33,7 +34,8 @@ QUERY_PARAMS = obj(
         # vector search already applies COSINE_THRESHOLD, 0.2 by default).
         "cosine_threshold": number(maximum=1.0, default=0.0),
         "max_tokens": integer("context budget", minimum=1000, maximum=128_000, default=30_000),
-        "enable_rerank": boolean(default=False),
+        # The built-in reranker puts passages that contain the question's names first (exact_match).
+        "enable_rerank": boolean(default=True),
         "history_turns": integer(maximum=20, default=3),
         "conversation_history": array(
             obj(
@@ -71,8 +73,8 @@ QUERY_RESULT = obj(
         "status": string(enum=["answered", "context_only", "no_results"]),
         "answer": nullable(string(max_length=10_000_000)),
         "sources": array(SOURCE, max_items=1000),
-        "entities": array(open_object(), max_items=1000),
-        "relationships": array(open_object(), max_items=2000),
+        "entities": open_list("{name, type, description} objects", max_items=1000),
+        "relationships": open_list("{source, target, keywords, description} objects", max_items=2000),
         "metadata": open_object("entities/relations/chunks used, processing_time, token_usage, cache_hit"),
         "notes": array(string(max_length=2000), max_items=20),
     },

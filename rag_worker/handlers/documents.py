@@ -62,7 +62,7 @@ async def read_document(ctx: RequestContext, args: dict[str, Any]) -> dict[str, 
     Only the caller's workspace is looked in, so another user's id is simply not found here."""
     doc_id = str(args["document_id"])
     ws = await ctx.state.engines.get(ctx.workspace)
-    row = await ws.rag.doc_status.get_by_id(doc_id)
+    row = await ws.status_row(doc_id)
     if row is None:
         raise RagError(
             ErrorCode.DOCUMENT_NOT_FOUND,
@@ -71,7 +71,8 @@ async def read_document(ctx: RequestContext, args: dict[str, Any]) -> dict[str, 
         )
     view = document_view(doc_id, status_row(row), await ws.catalog.get(doc_id) or {})
     await add_graph_counts(ws, [view])
-    stored = await ws.rag.full_docs.get_by_id(doc_id) or {}
+    queued = ws.intake.get(doc_id)
+    stored = {"content": queued.text} if queued else await ws.rag.full_docs.get_by_id(doc_id) or {}
     text = str(stored.get("content") or "")
     # Half the pipe's frame for the text: the JSON around it, and escapes, fit in the rest.
     shown = await ctx.run_cpu(_fit_utf8, text, ctx.state.settings.max_frame_mb * 2**20 // 2)
@@ -184,12 +185,14 @@ async def _wait_until_ready(
     while pending:
         busy = await ws.pipeline_busy()
         for doc_id, (name, _) in list(pending.items()):
-            row = await ws.rag.doc_status.get_by_id(doc_id)
+            row = await ws.status_row(doc_id)
             if row is None:  # deleted meanwhile (e.g. by a replacing upload elsewhere)
                 failures.append(Failure(name, ErrorCode.DOCUMENT_NOT_FOUND, "The document no longer exists."))
                 del pending[doc_id]
                 continue
-            reasons[doc_id] = readiness(state_of(row.get("status")), busy, force)
+            # Still in our intake queue: dropping it touches nothing LightRAG holds.
+            queued = ws.intake.waiting(doc_id)
+            reasons[doc_id] = "ready" if queued else readiness(state_of(row.get("status")), busy, force)
             if reasons[doc_id] == "ready":
                 ready[doc_id] = (name, dict(row))
                 del pending[doc_id]

@@ -19,9 +19,15 @@ from rag_worker.ingest.metadata import validate_metadata
 from rag_worker.ingest.paths import AllowedRoots, FolderRules, document_name, walk_folder
 from rag_worker.ingest.validation import BYTES_PER_MB, data_url_mime, decode_base64, sanitize_filename
 from rag_worker.operations.batches import load_source, text_source
-from rag_worker.operations.indexing import describe_document, describe_ingest, index_document, still_indexing
+from rag_worker.operations.indexing import (
+    describe_document,
+    describe_ingest,
+    index_document,
+    still_indexing,
+    track_rows,
+)
 from rag_worker.operations.jobs import Job, JobItem, job_view
-from rag_worker.storage.catalog import SourceDocument, status_counts
+from rag_worker.storage.catalog import SourceDocument
 from rag_worker.storage.workspace import Workspace
 
 FOLDER_CONCURRENCY = 2  # files read and parsed at once in a folder run (LightRAG indexes one by one)
@@ -162,7 +168,7 @@ async def _index_one_file(
     item = JobItem(0, "file", str(real), metadata=metadata)
     source = await load_source(ctx, ws, item, options, list(ctx.roots))
     if source is None and item.document_id:  # the same bytes are indexed under this name
-        row = await ws.rag.doc_status.get_by_id(item.document_id) or {}
+        row = await ws.status_row(item.document_id) or {}
         record = await ws.catalog.get(item.document_id) or {}
         return await describe_ingest(
             ws, item.document_id, row, record, action="already_indexed", started=time.perf_counter()
@@ -190,15 +196,14 @@ async def get_status(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any
         raise RagError(ErrorCode.INVALID_PARAMETER, "cancel needs the batch_id of the batch to stop.")
     rows: dict[str, Any] = {}
     if args.get("track_id"):
-        rows.update(await ws.rag.aget_docs_by_track_id(args["track_id"]))
+        rows.update(await track_rows(ws, args["track_id"]))
     for doc_id in args.get("document_ids") or []:
-        row = await ws.rag.doc_status.get_by_id(doc_id)
+        row = await ws.status_row(doc_id)
         if row is not None:
             rows[doc_id] = row
     wanted = bool(args.get("track_id") or args.get("document_ids"))
     documents = []
     for doc_id, row in rows.items():
-        row = row if isinstance(row, dict) else vars(row)
         record = await ws.catalog.get(doc_id) or {}
         documents.append(await describe_document(ws, doc_id, row, record) | _times(row))
     counts, pipeline_view = await _workspace_progress(ws)
@@ -249,7 +254,7 @@ async def _workspace_progress(ws: Workspace) -> tuple[dict[str, int], dict[str, 
     """Documents of the workspace by state, and LightRAG's pipeline progress."""
     from lightrag.kg.shared_storage import get_namespace_data
 
-    counts = await status_counts(ws.rag.doc_status)
+    counts = await ws.status_counts()
     pipeline = dict(await get_namespace_data("pipeline_status", workspace=ws.name))
     view = {
         key: pipeline.get(key)

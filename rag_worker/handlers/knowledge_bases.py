@@ -45,7 +45,7 @@ async def list_knowledge_bases(ctx: RequestContext, args: dict[str, Any]) -> dic
 async def _document_count(workspace: Workspace) -> int | None:
     """Documents of an open knowledge base; None when its store does not answer (the listing still does)."""
     try:
-        counts = await workspace.rag.doc_status.get_status_counts()
+        counts = await workspace.status_counts()
     except Exception as exc:
         log.warning("counting the documents of %s failed: %s", workspace.name, type(exc).__name__)
         return None

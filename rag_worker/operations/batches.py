@@ -126,11 +126,11 @@ async def _follow(ws: Workspace, running: RunningJob) -> None:
     """Poll LightRAG until every queued document is processed or failed."""
     job = running.job
     while True:
-        queued = [item for item in job.items if item.status == "queued" and item.document_id]
+        queued = [(item, item.document_id) for item in job.items if item.status == "queued" and item.document_id]
         if not queued:
             return
-        for item in queued:
-            row = await ws.rag.doc_status.get_by_id(item.document_id)
+        for item, doc_id in queued:
+            row = await ws.status_row(doc_id)
             state = state_of((row or {}).get("status"))
             if row is None:
                 item.fail(str(ErrorCode.DOCUMENT_NOT_FOUND), "The document disappeared while indexing (deleted?).")
@@ -243,7 +243,7 @@ async def _unchanged(ws: Workspace, item: JobItem, digest: str) -> bool:
     record = await ws.catalog.get(doc_id)
     if not record or record.get("source_sha256") != digest:
         return False
-    row = await ws.rag.doc_status.get_by_id(doc_id)
+    row = await ws.status_row(doc_id)
     if row is None or state_of(row.get("status")) == "failed":
         return False
     item.document_id, item.action, item.status = doc_id, "unchanged", "unchanged"
@@ -251,9 +251,7 @@ async def _unchanged(ws: Workspace, item: JobItem, digest: str) -> bool:
 
 
 async def _all_status_rows(ws: Workspace) -> list[tuple[str, str]]:
-    from lightrag.base import DocStatus  # deferred: LightRAG is imported once, off the loop (import_lightrag)
-
-    rows = await ws.rag.doc_status.get_docs_by_statuses(list(DocStatus))
+    rows = await ws.status_rows()
     return [(doc_id, name_from_file_path(str(getattr(row, "file_path", "") or ""))) for doc_id, row in rows.items()]
 
 

@@ -115,9 +115,9 @@ def not_ready_failure(doc_id: str, reason: str) -> Failure:
 async def resolve(ws: Workspace, requested: str) -> tuple[str, dict[str, Any]] | None:
     """The document an id (or its file name) names, with its status row."""
     for doc_id in (requested, doc_id_for(requested)):
-        row = await ws.rag.doc_status.get_by_id(doc_id)
+        row = await ws.status_row(doc_id)
         if row is not None:
-            return doc_id, dict(row)
+            return doc_id, row
     return None
 
 

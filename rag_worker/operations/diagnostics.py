@@ -15,7 +15,7 @@ from typing import Any
 from config.bindings import public_host, resolve_bindings
 from config.reporting import iso, parse_instant, percentiles
 from rag_worker.operations.audit import audit_path, read_entries
-from rag_worker.storage.catalog import state_of, status_counts
+from rag_worker.storage.catalog import state_of
 
 log = logging.getLogger("rag_worker.operations.diagnostics")
 
@@ -93,7 +93,7 @@ async def knowledge_base_counts(ws: Any) -> dict[str, Any]:
     from lightrag.base import DocStatus
 
     rag = ws.rag
-    by_status = await status_counts(rag.doc_status)
+    by_status = await ws.status_counts()
     processed = await rag.doc_status.get_docs_by_statuses([DocStatus.PROCESSED])
     graph_storage = rag.chunk_entity_relation_graph
     if type(graph_storage).__name__ == "NetworkXStorage":

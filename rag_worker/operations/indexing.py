@@ -1,9 +1,11 @@
 """The ingestion rules of SPEC §4: idempotent by content, replace by name, bounded wait.
 
-A call queues the document with LightRAG, starts the pipeline in the background and waits
-at most LIGHTRAG_MCP_WAIT_SECONDS for it; past that it answers with the track id and how
-to poll.  Checks and enqueue run under the workspace's ingest lock, so two uploads of the
-same content never both reach LightRAG (which would leave a failed `dup-…` row).
+A call records the document in the workspace's intake queue (`rag_worker.storage.intake`),
+which hands it to LightRAG with whatever else arrived meanwhile, and waits at most
+LIGHTRAG_MCP_WAIT_SECONDS for it to be indexed; past that it answers with the track id and
+how to poll.  The checks and the queueing run under the workspace's ingest lock, against
+LightRAG's rows and the queue alike, so two uploads of the same content never both reach
+LightRAG (which would leave a failed `dup-…` row).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from rag_worker.storage.catalog import (
     public_error,
     state_of,
 )
+from rag_worker.storage.intake import QueuedDocument
 from rag_worker.storage.removal import remove_document
 from rag_worker.storage.workspace import Workspace
 
@@ -37,6 +40,8 @@ log = logging.getLogger("rag_worker.operations.indexing")
 POLL_SECONDS = 0.2
 DELETE_WAIT_SECONDS = 30.0
 STAGES = ["pending", "parsing", "analyzing", "processing", "processed"]
+CLEAN_IN_THREAD_CHARS = 100_000  # shorter texts are cleaned and hashed on the loop (well under 1 ms)
+TRACK_SEPARATOR = "-doc-"  # a track id ends with its document's id: `upload_<time>_<hex>-doc-<hex>`
 
 
 @dataclass
@@ -47,7 +52,7 @@ class Enqueued:
     action: str  # indexed, replaced or already_indexed
     record: dict[str, Any]
     started: float
-    existing_row: dict[str, Any] | None = None  # LightRAG's row when already indexed
+    existing_row: dict[str, Any] | None = None  # its status row when already indexed (or queued)
 
 
 async def index_document(ctx: RequestContext, source: SourceDocument) -> dict[str, Any]:
@@ -71,7 +76,7 @@ async def index_document(ctx: RequestContext, source: SourceDocument) -> dict[st
 
 
 async def enqueue_document(ctx: RequestContext, ws: Workspace, source: SourceDocument) -> Enqueued:
-    """Queue `source` with LightRAG (not processing it).
+    """Queue `source` for indexing (not processing it; `start_processing` hands it to LightRAG).
 
     A document is its name and its bytes (for `lightrag_insert_text`: its title and text): the
     same file again is already indexed, new bytes under its name replace it, and a file of
@@ -81,14 +86,13 @@ async def enqueue_document(ctx: RequestContext, ws: Workspace, source: SourceDoc
     from lightrag.utils import generate_track_id
 
     started = time.perf_counter()
-    rag = ws.rag
     if source.source_sha256 is None:
         source = replace(source, source_sha256=_text_digest(source.text))
-    # LightRAG's own cleaning and hash (so ours match its rows), off the loop: ~0.2 s for 8 M chars.
-    text, content_hash = await ctx.run_cpu(_clean_and_hash, source.text)
+    text, content_hash = await _clean_and_hash_off_loop(ctx, source.text)
     doc_id = doc_id_for(source.name)
     async with ws.ingest_lock:
-        row = await rag.doc_status.get_by_id(doc_id)
+        await ws.intake.settled(doc_id)  # a version on its way to LightRAG lands first
+        row = await ws.status_row(doc_id)
         if row is not None:
             record = await ws.catalog.get(doc_id) or {}
             if _same_file(record, source.source_sha256, content_hash):
@@ -102,18 +106,40 @@ async def enqueue_document(ctx: RequestContext, ws: Workspace, source: SourceDoc
         if row is not None:
             await delete_version(ws, doc_id)
             action = "replaced"
-        track_id = generate_track_id("upload")
-        record = _catalog_record(source, content_hash, track_id)
-        await ws.catalog.put(doc_id, record)
-        await rag.apipeline_enqueue_documents(
-            text,
-            ids=[doc_id],
-            file_paths=[lightrag_file_path(source.name)],
-            track_id=track_id,
-            process_options="" if source.extract_entities else "!",
-            chunk_options=_chunk_options(source),
-        )
-    return Enqueued(doc_id, action, record, started)
+        track_id = f"{generate_track_id('upload')}{TRACK_SEPARATOR}{doc_id.removeprefix('doc-')}"
+        queued = _queued_document(source, doc_id, text, _catalog_record(source, content_hash, track_id))
+        await ws.intake.add(queued)
+        ws.catalog.put(doc_id, queued.record)  # no await since it was queued: both or neither
+    return Enqueued(doc_id, action, queued.record, started)
+
+
+def _queued_document(source: SourceDocument, doc_id: str, text: str, record: dict[str, Any]) -> QueuedDocument:
+    """What the intake queue hands to LightRAG for `source`: the text to index and LightRAG's options."""
+    return QueuedDocument(
+        doc_id,
+        text,
+        record["content_hash"],
+        lightrag_file_path(source.name),
+        record["track_id"],
+        record,
+        process_options="" if source.extract_entities else "!",
+        chunk_options=_chunk_options(source),
+    )
+
+
+async def track_rows(ws: Workspace, track_id: str) -> dict[str, dict[str, Any]]:
+    """The status rows of the documents a track id stands for.
+
+    Our track ids end with their document's id, which finds them without a scan (LightRAG's
+    rows carry the track id of the batch they were handed over in); older ones are LightRAG's own."""
+    head, separator, tail = track_id.rpartition(TRACK_SEPARATOR)
+    if not separator or not head:
+        rows = await ws.rag.aget_docs_by_track_id(track_id)
+        return {doc_id: row if isinstance(row, dict) else vars(row) for doc_id, row in rows.items()}
+    doc_id = f"doc-{tail}"
+    row = await ws.status_row(doc_id)
+    record = await ws.catalog.get(doc_id) or {}
+    return {doc_id: row} if row is not None and record.get("track_id") == track_id else {}
 
 
 def _text_digest(text: str) -> str:
@@ -139,17 +165,30 @@ async def _distinct_text(
     another document (not this name's previous version) has this text, the copy starts with
     a line naming its file. Only then: other documents keep exactly their extracted text, and
     hashes of documents indexed earlier stay valid."""
-    other = await ws.rag.doc_status.get_doc_by_content_hash(content_hash, exclude_doc_id=doc_id)
-    if other is None:
+    if not await _text_taken(ws, content_hash, doc_id):
         return text, content_hash
-    text, content_hash = await ctx.run_cpu(_clean_and_hash, f"{name}\n\n{text}")
-    if await ws.rag.doc_status.get_doc_by_content_hash(content_hash, exclude_doc_id=doc_id) is not None:
+    text, content_hash = await _clean_and_hash_off_loop(ctx, f"{name}\n\n{text}")
+    if await _text_taken(ws, content_hash, doc_id):
         raise RagError(
             ErrorCode.PROCESSING_FAILED,
             f"The text of '{name}' matches another document's, even headed by its name.",
             suggested_action="Rename the file, or delete the other document first.",
         )
     return text, content_hash
+
+
+async def _text_taken(ws: Workspace, content_hash: str, doc_id: str) -> bool:
+    """Whether another document (LightRAG's or still queued) has this text."""
+    if ws.intake.with_hash(content_hash, exclude_doc_id=doc_id) is not None:
+        return True
+    return await ws.rag.doc_status.get_doc_by_content_hash(content_hash, exclude_doc_id=doc_id) is not None
+
+
+async def _clean_and_hash_off_loop(ctx: RequestContext, text: str) -> tuple[str, str]:
+    """LightRAG's own cleaning and hash (so ours match its rows); a long text off the loop (~0.2 s for 8 M chars)."""
+    if len(text) <= CLEAN_IN_THREAD_CHARS:
+        return _clean_and_hash(text)
+    return await ctx.run_cpu(_clean_and_hash, text)
 
 
 def _clean_and_hash(text: str) -> tuple[str, str]:
@@ -215,7 +254,7 @@ async def _wait_for(ctx: RequestContext, ws: Workspace, doc_id: str, deadline: f
     """Poll the document's state until it is final or the call's answer budget is spent; report progress."""
     row: dict[str, Any] = {}
     while True:
-        row = await ws.rag.doc_status.get_by_id(doc_id) or {}
+        row = await ws.status_row(doc_id) or {}
         state = state_of(row.get("status"))
         if state in STAGES:
             await ctx.progress(STAGES.index(state) + 1, len(STAGES), f"{state}")
@@ -261,7 +300,7 @@ async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], rec
         "document_id": doc_id,
         "filename": record.get("filename") or name_from_file_path(str(row.get("file_path") or "")) or doc_id,
         "status": state if state in STAGES + ["failed"] else "pending",
-        "track_id": row.get("track_id") or record.get("track_id") or "",
+        "track_id": record.get("track_id") or row.get("track_id") or "",
         "words": int(record.get("words") or 0),
         "pages": int(record.get("pages") or 0),
         "chunks": _count(row.get("chunks_count")),

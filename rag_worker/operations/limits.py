@@ -16,9 +16,7 @@ MB = 2**20
 async def document_usage(ws: Any) -> dict[str, Any]:
     """Documents in the workspace and the bytes they stored (original file size when we
     recorded it, else the length of the indexed text)."""
-    from lightrag.base import DocStatus
-
-    rows = await ws.rag.doc_status.get_docs_by_statuses(list(DocStatus))
+    rows = await ws.status_rows()
     records = await ws.catalog.get_many(list(rows)) if rows else {}
     sizes: dict[str, int] = {}
     for doc_id, row in rows.items():

@@ -162,7 +162,7 @@ def document_view(doc_id: str, row: dict[str, Any], record: dict[str, Any]) -> d
         "processing_time_s": processing_time,
         "error_message": public_error(row.get("error_msg")),
         "metadata": record.get("metadata") or {},
-        "track_id": row.get("track_id") or record.get("track_id") or None,
+        "track_id": record.get("track_id") or row.get("track_id") or None,
         "content_hash": record.get("content_hash") or row.get("content_hash") or None,
     }
 
@@ -263,10 +263,8 @@ def select_documents(
 
 
 async def all_status_rows(ws: Workspace) -> dict[str, dict[str, Any]]:
-    """Every doc-status row of the workspace, in one storage call."""
-    from lightrag.base import DocStatus
-
-    rows = await ws.rag.doc_status.get_docs_by_statuses(list(DocStatus))
+    """Every doc-status row of the workspace (queued documents included), in one storage call."""
+    rows = await ws.status_rows()
     return {doc_id: status_row(row) for doc_id, row in rows.items()}
 
 

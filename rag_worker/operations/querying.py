@@ -14,6 +14,8 @@ import numpy as np
 
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
+from rag_worker.graph.sources import CHUNK_MARKER
+from rag_worker.query_cache import ChunkScores, observing_chunk_scores, remembered_vector
 from rag_worker.storage.catalog import name_from_file_path
 from rag_worker.storage.vector_flush import reading_committed_state
 from rag_worker.storage.workspace import Workspace
@@ -73,7 +75,7 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
         raise RagError(ErrorCode.INVALID_PARAMETER, "The query is empty.")
     param = query_param(args, stream=stream, with_llm=with_llm)
     try:
-        with reading_committed_state():
+        with reading_committed_state(), observing_chunk_scores() as seen:
             raw = await (ws.rag.aquery_llm if with_llm else ws.rag.aquery_data)(query, param)
     except ValueError as exc:  # LightRAG's own query validation (too short, empty after cleaning)
         raise RagError(ErrorCode.INVALID_PARAMETER, f"The query was refused: {str(exc)[:200]}") from None
@@ -89,10 +91,10 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
             llm_failed = True  # retrieval may still have worked: answer with the passages
     if llm_failed and mode == "naive" and not data.get("chunks"):
         # LightRAG drops the retrieved passages when the answer fails; naive retrieval needs no LLM.
-        with reading_committed_state():
+        with reading_committed_state(), observing_chunk_scores() as seen:
             raw = await ws.rag.aquery_data(query, query_param(args, stream=False, with_llm=False))
         data = raw.get("data") or {}
-    sources = await _sources(ws, query, data.get("chunks") or [], float(args["cosine_threshold"]))
+    sources = await _sources(ws, query, data.get("chunks") or [], float(args["cosine_threshold"]), seen)
     found = bool(sources or data.get("entities") or data.get("relationships") or answer)
     if llm_failed:
         if not sources:
@@ -161,53 +163,79 @@ async def _answer(ctx: RequestContext, llm_response: dict[str, Any]) -> str | No
     return str(content)
 
 
-async def _sources(ws: Workspace, query: str, chunks: list[dict[str, Any]], threshold: float) -> list[dict[str, Any]]:
-    """Name each retrieved chunk's document, with a preview and a cosine relevance score."""
+async def _sources(
+    ws: Workspace, query: str, chunks: list[dict[str, Any]], threshold: float, seen: ChunkScores
+) -> list[dict[str, Any]]:
+    """Name each retrieved chunk's document, with its place in it and its relevance score."""
     if not chunks:
         return []
     chunk_ids = [str(chunk.get("chunk_id") or "") for chunk in chunks]
-    rows = await ws.rag.text_chunks.get_by_ids(chunk_ids)
-    doc_ids = [str((row or {}).get("full_doc_id") or "") for row in rows]
-    records = await ws.catalog.get_many(sorted({d for d in doc_ids if d}))
-    scores = await _relevance(ws, query, chunk_ids)
+    origins = await _origins(ws, chunk_ids)
+    records = await ws.catalog.get_many(sorted({doc_id for doc_id, _ in origins.values() if doc_id}))
+    scores = await _relevance(ws, query, chunk_ids, seen)
     sources = []
-    for chunk, chunk_id, row, doc_id in zip(chunks, chunk_ids, rows, doc_ids, strict=False):
+    for chunk, chunk_id in zip(chunks, chunk_ids, strict=True):
+        doc_id, index = origins.get(chunk_id, ("", None))
         record = records.get(doc_id) or {}
         score = scores.get(chunk_id)
         if score is not None and score < threshold:
             continue
-        content = str(chunk.get("content") or "")
-        sources.append(
-            {
-                "document_id": doc_id,
-                "filename": record.get("filename") or name_from_file_path(str(chunk.get("file_path") or "")) or "unknown",
-                "chunk_id": chunk_id,
-                "content": content,
-                "relevance_score": None if score is None else round(score, 4),
-                "positions": {"chunk_index": (row or {}).get("chunk_order_index")} if row else None,
-                "metadata": record.get("metadata") or {},
-            }
-        )
+        source = {
+            "document_id": doc_id,
+            "filename": record.get("filename") or name_from_file_path(str(chunk.get("file_path") or "")) or "unknown",
+            "chunk_id": chunk_id,
+            "content": str(chunk.get("content") or ""),
+            "relevance_score": None if score is None else round(score, 4),
+            "positions": None if index is None else {"chunk_index": index},
+        }
+        if record.get("metadata"):
+            source["metadata"] = record["metadata"]
+        sources.append(source)
     return sources
 
 
-async def _relevance(ws: Workspace, query: str, chunk_ids: list[str]) -> dict[str, float]:
-    try:
-        with reading_committed_state():
-            vectors = await ws.rag.chunks_vdb.get_vectors_by_ids(chunk_ids)
-        if not vectors:
-            return {}
-        # context="query": the question's own lane and cache, never behind indexing's batches.
-        query_vector = np.asarray((await ws.rag.embedding_func([query], context="query"))[0], dtype=np.float32)
-        query_vector /= float(np.linalg.norm(query_vector)) or 1.0
-        scores = {}
-        for chunk_id, vector in vectors.items():
-            array = np.asarray(vector, dtype=np.float32)
-            scores[chunk_id] = float(array @ query_vector / (float(np.linalg.norm(array)) or 1.0))
+async def _origins(ws: Workspace, chunk_ids: list[str]) -> dict[str, tuple[str, int | None]]:
+    """Each chunk's document id and position: LightRAG 1.5.7's text pipeline names a chunk
+    `<document id>-chunk-<NNN>` after its `chunk_order_index`; other ids are looked up."""
+    origins: dict[str, tuple[str, int | None]] = {}
+    for chunk_id in chunk_ids:
+        doc_id, marker, index = chunk_id.rpartition(CHUNK_MARKER)
+        if marker and doc_id and index.isdigit():
+            origins[chunk_id] = (doc_id, int(index))
+    others = [chunk_id for chunk_id in chunk_ids if chunk_id not in origins]
+    if others:
+        for chunk_id, row in zip(others, await ws.rag.text_chunks.get_by_ids(others), strict=True):
+            if row:
+                origins[chunk_id] = (str(row.get("full_doc_id") or ""), row.get("chunk_order_index"))
+    return origins
+
+
+async def _relevance(ws: Workspace, query: str, chunk_ids: list[str], seen: ChunkScores) -> dict[str, float]:
+    """Each chunk's cosine similarity to the question, from what LightRAG's retrieval measured:
+    the similarity its vector search reported, else the question's remembered vector against the
+    chunk vector LightRAG read (or the stored one).  Never embeds the question again: when it
+    is not remembered, the chunks LightRAG did not score go without a score."""
+    scores = {chunk_id: seen.similarity[chunk_id] for chunk_id in chunk_ids if chunk_id in seen.similarity}
+    rest = [chunk_id for chunk_id in chunk_ids if chunk_id not in scores]
+    question = remembered_vector(ws.components.get("embedding_func"), query) if rest else None
+    if question is None:
         return scores
+    try:
+        vectors = {chunk_id: seen.vectors[chunk_id] for chunk_id in rest if chunk_id in seen.vectors}
+        unread = [chunk_id for chunk_id in rest if chunk_id not in vectors]
+        if unread:  # chunks LightRAG picked without vectors (KG_CHUNK_PICK_METHOD=WEIGHT)
+            with reading_committed_state():
+                vectors.update(await ws.rag.chunks_vdb.get_vectors_by_ids(unread))
+        if not vectors:
+            return scores
+        ids = list(vectors)
+        matrix = np.asarray([vectors[chunk_id] for chunk_id in ids], dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(question)) or 1.0)
+        cosines = matrix @ question / np.where(norms > 0, norms, 1.0)
+        scores.update(zip(ids, (float(value) for value in cosines), strict=True))
     except Exception:  # scores are a courtesy: never fail a query over them
         log.debug("relevance scoring failed", exc_info=True)
-        return {}
+    return scores
 
 
 def _entity(entity: dict[str, Any]) -> dict[str, Any]:

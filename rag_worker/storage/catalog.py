@@ -142,10 +142,15 @@ class SourceDocument:
 
 
 class DocumentCatalog:
-    """Per-workspace records keyed by document id."""
+    """Per-workspace records keyed by document id.
+
+    A new record waits in memory (`put`) until its document's batch is handed to LightRAG,
+    then reaches the store with the others of the batch (`commit`: one save, not one per
+    upload); until then the intake queue's file holds it (`rag_worker.storage.intake`)."""
 
     def __init__(self, rag: Any) -> None:
         self._kv: Any
+        self._pending: dict[str, dict[str, Any]] = {}
         table_store = TABLE_STORES.get(backend_of(rag.kv_storage).catalog_store)
         if table_store is not None:  # a KV storage whose tables are fixed: ours is a table of its own
             self._kv = table_store(rag.workspace, rag.vector_storage)
@@ -161,18 +166,33 @@ class DocumentCatalog:
         await self._kv.finalize()
 
     async def get(self, doc_id: str) -> dict[str, Any] | None:
+        if doc_id in self._pending:
+            return dict(self._pending[doc_id])
         record = await self._kv.get_by_id(doc_id)
         return dict(record) if record else None
 
     async def get_many(self, doc_ids: list[str]) -> dict[str, dict[str, Any]]:
-        rows = await self._kv.get_by_ids(doc_ids)
-        return {doc_id: dict(row) for doc_id, row in zip(doc_ids, rows, strict=False) if row}
+        stored = [doc_id for doc_id in doc_ids if doc_id not in self._pending]
+        rows = await self._kv.get_by_ids(stored) if stored else []
+        found = {doc_id: dict(row) for doc_id, row in zip(stored, rows, strict=False) if row}
+        found.update((doc_id, dict(self._pending[doc_id])) for doc_id in doc_ids if doc_id in self._pending)
+        return found
 
-    async def put(self, doc_id: str, record: dict[str, Any]) -> None:
-        """Store and flush at once: the record must survive a crash right after enqueue."""
-        await self._kv.upsert({doc_id: record})
+    def put(self, doc_id: str, record: dict[str, Any]) -> None:
+        """Record a document now (reads see it at once); it is stored by `commit`."""
+        self._pending[doc_id] = dict(record)
+
+    async def commit(self, doc_ids: list[str]) -> None:
+        """Store the waiting records of `doc_ids` and save them, in one write."""
+        batch = {doc_id: self._pending[doc_id] for doc_id in doc_ids if doc_id in self._pending}
+        if batch:
+            await self._kv.upsert({doc_id: dict(record) for doc_id, record in batch.items()})
+        for doc_id, record in batch.items():
+            if self._pending.get(doc_id) is record:  # not put again (a new version) meanwhile
+                del self._pending[doc_id]
         await self._kv.index_done_callback()
 
     async def delete(self, doc_id: str) -> None:
+        self._pending.pop(doc_id, None)
         await self._kv.delete([doc_id])
         await self._kv.index_done_callback()

@@ -33,6 +33,7 @@ from protocol import ErrorCode, RagError
 from rag_worker.bindings import build_components
 from rag_worker.embedded.models import default_threads
 from rag_worker.storage.catalog import DocumentCatalog
+from rag_worker.storage.intake import IntakeQueue, hand_over, recover
 from rag_worker.storage.journals import DeleteJournal
 from rag_worker.storage.lightrag_setup import new_lightrag
 from rag_worker.storage.locks import (
@@ -134,6 +135,7 @@ class EngineRegistry:
             if entry is None:
                 entry = await self._open_workspace(workspace)
                 await self._finish_interrupted_deletes(entry)
+                await recover(entry)
                 self._open[workspace] = entry
                 entry.lease_to_current_task()  # before the next await: nothing closes it under us
                 await self._resume_unfinished(entry)
@@ -170,8 +172,8 @@ class EngineRegistry:
                 await locks.release()
             raise
         log.info("opened workspace %s on %s%s", workspace, storages.describe(), " (fallback)" if fallback else "")
-        deletes = DeleteJournal(directory)
-        return Workspace(workspace, rag, catalog, locks, components, deletes, storages, fallback)
+        deletes, intake = DeleteJournal(directory), IntakeQueue(directory)
+        return Workspace(workspace, rag, catalog, locks, components, deletes, intake, storages, fallback)
 
     async def _construct(self, workspace: str, storages: Any, components: dict[str, Any]) -> tuple[Any, DocumentCatalog]:
         # Server storage clients may set up synchronously (Milvus: seconds): say so first.
@@ -228,13 +230,41 @@ class EngineRegistry:
 
     async def _resume_unfinished(self, entry: Workspace) -> None:
         """Durability: documents a previous worker (or an earlier opening) left unfinished are processed."""
-        counts = await entry.rag.doc_status.get_status_counts()
+        counts = await entry.status_counts()
         unfinished = sum(int(counts.get(state, 0)) for state in UNFINISHED_STATES)
         if unfinished:
             log.info("workspace %s: resuming %d unfinished document(s)", entry.name, unfinished)
             self.start_processing(entry)
 
     def start_processing(self, entry: Workspace) -> None:
+        """Hand what the intake queue holds to LightRAG and keep its pipeline running, in the background.
+
+        One feeder per workspace: what is queued while it hands a batch over is its next batch.
+        A batch joins a running pipeline (LightRAG's in-batch feeder takes it from the ingress
+        mailbox, published before we look at `busy`); otherwise a run starts.  With nothing to
+        hand over a run starts too (documents LightRAG holds from a previous worker)."""
+        if entry.intake.feeding:
+            return  # the feeder at work takes this call's document in its next batch
+        entry.intake.feeding = True
+
+        async def feed() -> None:
+            try:
+                handed = False
+                while batch := entry.intake.take():
+                    if not await hand_over(entry, batch):
+                        break
+                    handed = True
+                    if not await entry.pipeline_busy():
+                        self._run_pipeline(entry)
+                if not handed:
+                    self._run_pipeline(entry)
+            finally:
+                entry.intake.feeding = False
+                entry.last_used = time.monotonic()
+
+        self._spawn(feed)
+
+    def _run_pipeline(self, entry: Workspace) -> None:
         """Run LightRAG's pipeline in the background (it outlives the call that queued work).
 
         The run keeps the workspace in use until it ends."""

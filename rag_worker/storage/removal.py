@@ -1,8 +1,9 @@
 """Removing one document with LightRAG's cascade, journaled so a killed worker's delete is finished.
 
 `remove_document` is the one way a document leaves a workspace (the delete tool, a replaced
-upload, a folder run's removed files): it writes the id into the workspace's delete journal
-before LightRAG starts, retries while the pipeline is busy and drops our catalog record.
+upload, a folder run's removed files): a document still in the intake queue is dropped from it;
+otherwise it writes the id into the workspace's delete journal before LightRAG starts, retries
+while the pipeline is busy and drops our catalog record.
 `finish_interrupted_deletes` runs when a workspace opens (`EngineRegistry.get`), before any
 call reads it, for the ids a killed worker left written down.
 """
@@ -42,6 +43,10 @@ async def remove_document(ws: Workspace, doc_id: str, *, deadline: float, on_wai
     Callers hold `ws.ingest_lock`.  `status` is success, not_found, busy (the deadline
     passed while indexing ran), refused (LightRAG found the graph records incomplete) or
     fail (stopped part-way; LightRAG recorded where, so a retry finishes it)."""
+    await ws.intake.settled(doc_id)  # on its way to LightRAG: LightRAG's delete below takes it
+    if ws.intake.drop(doc_id):
+        await ws.catalog.delete(doc_id)
+        return Removed("success")
     while True:
         with anyio.CancelScope(shield=True):
             ws.deletes.begin(doc_id)  # a worker killed from here on has the delete finished on reopen

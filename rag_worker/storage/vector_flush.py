@@ -15,6 +15,10 @@ Two changes, both on the storage instances of one LightRAG object:
   vector, which LightRAG embeds as before, so what is written stays what was last upserted;
 - a question (inside :func:`reading_committed_state`) never embeds another document's
   buffered rows: a chunk whose document is still being indexed has no vector for it yet.
+
+And indexing embeds only what it must (:func:`embed_pending`): a row whose content is the
+one stored under its id keeps the stored vector, identical contents are embedded once, and a
+row that an overlapping commit is already embedding is waited for, not embedded twice.
 """
 
 from __future__ import annotations
@@ -33,6 +37,12 @@ log = logging.getLogger(__name__)
 #: The storages that embed under their lock (LightRAG 1.5.7, pinned).
 _LOCAL_VECTOR_STORAGES = frozenset({"NanoVectorDBStorage"})
 _QUESTION: ContextVar[bool] = ContextVar("lightrag_mcp_question", default=False)
+
+#: Rows being embedded now (by object id; the row is kept alive alongside), and the future that
+#: resolves when their commit has its vectors. Concurrent documents commit concurrently
+#: (LightRAG's ``max_parallel_insert``) and each commit flushes every store: before this, the
+#: second commit embedded the first one's rows again — 2-3x the texts of a 20-document run.
+_IN_FLIGHT: dict[int, tuple[Any, asyncio.Future[None]]] = {}
 
 
 @contextmanager
@@ -54,9 +64,20 @@ def embed_outside_locks(rag: Any) -> None:
         storage.get_vectors_by_ids = _vectors_without_waiting(storage, storage.get_vectors_by_ids)
 
 
+#: Rounds of embedding before a commit takes the lock: rows another document's merge buffers
+#: while one round embeds (a relation merged again) get a round of their own, not the lock.
+_COMMIT_ROUNDS = 3
+
+
 def _embedding_first(storage: Any, commit: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
     async def index_done_callback() -> Any:
-        await embed_pending(storage)
+        tried: set[int] = set()  # a row a round could not embed is left to the commit, not retried
+        for _ in range(_COMMIT_ROUNDS):
+            new = [id(row) for row in storage._pending_upserts.values() if row.vector is None and id(row) not in tried]
+            if not new:
+                break
+            tried.update(new)
+            await embed_pending(storage)
         return await commit()
 
     return index_done_callback
@@ -81,23 +102,81 @@ def _unembedded(storage: Any, row_id: str) -> bool:
 
 
 async def embed_pending(storage: Any, only: Iterable[str] | None = None) -> int:
-    """Embed buffered rows (all, or those of `only`) that have no vector yet, outside any lock."""
+    """Give vectors to buffered rows (all, or those of `only`) that have none yet, outside any lock.
+
+    Returns how many texts went to the model. A row whose content is the content the store
+    already holds under its id takes the stored vector; identical contents are embedded
+    once; a row another commit is embedding right now is waited for, not embedded again.
+    """
     # A snapshot taken without awaiting: upserts run on this same event loop.
     pending = storage._pending_upserts
     rows = list(pending.values()) if only is None else [pending[i] for i in only if i in pending]
     waiting = [row for row in rows if row.vector is None]
     if not waiting:
         return 0
+    others = {id(_IN_FLIGHT[id(row)][1]): _IN_FLIGHT[id(row)][1] for row in waiting if id(row) in _IN_FLIGHT}
+    mine = [row for row in waiting if id(row) not in _IN_FLIGHT]
+    embedded = 0
+    if mine:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for row in mine:
+            _IN_FLIGHT[id(row)] = (row, done)
+        try:
+            embedded = await _give_vectors(storage, mine)
+        finally:
+            for row in mine:
+                _IN_FLIGHT.pop(id(row), None)
+            done.set_result(None)
+    if others:
+        # asyncio.wait, not gather: cancelling this commit must not cancel another's work.
+        await asyncio.wait(others.values())
+    return embedded
+
+
+async def _give_vectors(storage: Any, rows: list[Any]) -> int:
+    reused = _reuse_stored_vectors(storage, rows)
+    by_content: dict[str, list[Any]] = {}
+    for row in rows:
+        if row.vector is None:
+            by_content.setdefault(row.record["content"], []).append(row)
+    if reused:
+        log.debug("%s: %d unchanged rows keep their stored vector", storage.namespace, reused)
+    if not by_content:
+        return 0
+    contents = list(by_content)
     size = max(1, int(getattr(storage, "_max_batch_size", 64)))
-    contents = [row.record["content"] for row in waiting]
     batches = [contents[start : start + size] for start in range(0, len(contents), size)]
     vectors = np.concatenate(
         await asyncio.gather(*(storage.embedding_func(batch, context="document") for batch in batches))
     )
-    if len(vectors) != len(waiting):  # LightRAG's flush embeds them itself then
-        log.warning("%s: %d vectors for %d rows; left to the commit", storage.namespace, len(vectors), len(waiting))
+    if len(vectors) != len(contents):  # LightRAG's flush embeds them itself then
+        log.warning("%s: %d vectors for %d texts; left to the commit", storage.namespace, len(vectors), len(contents))
         return 0
-    for row, vector in zip(waiting, vectors, strict=True):
-        if row.vector is None:
-            row.vector = vector
-    return len(waiting)
+    for content, vector in zip(contents, vectors, strict=True):
+        for row in by_content[content]:
+            if row.vector is None:
+                row.vector = vector
+    return len(contents)
+
+
+def _reuse_stored_vectors(storage: Any, rows: list[Any]) -> int:
+    """Give each row whose content equals the stored row's (same id) the stored vector.
+
+    LightRAG 1.5.7 upserts an entity's or a relation's row (content = name + description)
+    every time a document merges into it, and NanoVectorDB keeps no memory of what it
+    embedded: an unchanged description was embedded again at every commit. The stored
+    vector is the one the same model computed for the same text (the workspace's model
+    marker refuses another model), read from NanoVectorDB's float32 matrix, the row
+    aligned with its data list. Synchronous: no other coroutine touches the client meanwhile.
+    """
+    held = getattr(storage._client, "_NanoVectorDB__storage", None)
+    if not held or not held["data"]:
+        return 0
+    wanted = {row.record.get("__id__"): row for row in rows}
+    reused = 0
+    for position, stored in enumerate(held["data"]):
+        row = wanted.get(stored.get("__id__"))
+        if row is not None and row.vector is None and stored.get("content") == row.record.get("content"):
+            row.vector = np.array(held["matrix"][position], dtype=np.float32)
+            reused += 1
+    return reused

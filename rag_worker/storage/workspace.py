@@ -1,10 +1,14 @@
-"""An open workspace: its LightRAG instance, our document catalog, its delete journal, its locks,
-and what says whether it is in use (so the registry never closes it under a call).
+"""An open workspace: its LightRAG instance, our document catalog, its intake queue and delete
+journal, its locks, and what says whether it is in use (so the registry never closes it under a call).
 
 In use means: a task that got it from `EngineRegistry.get` is still running (a call's task, a
-batch job's), an indexing run of ours is going on, its ingest lock is held, or LightRAG's
-pipeline is busy for it.  Documents acknowledged but not yet processed need none of that to
-be safe: they stay queued in LightRAG's doc status and resume when the workspace opens again.
+batch job's), an indexing run or the intake feeder of ours is going on, its ingest lock is held,
+or LightRAG's pipeline is busy for it.  Documents acknowledged but not yet processed need none
+of that to be safe: they stay in the intake queue's files or LightRAG's doc status and resume
+when the workspace opens again.
+
+Documents' states as callers see them (`status_row`, `status_rows`, `status_counts`) are
+LightRAG's doc-status rows plus a `pending` row for each document still in the intake queue.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from typing import Any
 import anyio
 
 from config.storages import LOCAL_STORAGES, StorageSet
-from rag_worker.storage.catalog import DocumentCatalog
+from rag_worker.storage.catalog import DocumentCatalog, status_counts
+from rag_worker.storage.intake import IntakeQueue
 from rag_worker.storage.journals import DeleteJournal
 from rag_worker.storage.locks import WorkspaceLocks
 
@@ -40,6 +45,7 @@ class Workspace:
     locks: WorkspaceLocks
     components: dict[str, Any]
     deletes: DeleteJournal
+    intake: IntakeQueue
     storages: StorageSet = LOCAL_STORAGES
     on_fallback: bool = False  # created on local files while a configured server was down
     ingest_lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -65,8 +71,8 @@ class Workspace:
         self.last_used = time.monotonic()
 
     def in_use(self) -> bool:
-        """Calls or jobs hold it, an indexing run of ours goes on, or its ingest lock is taken."""
-        return bool(self._users) or self.indexing_runs > 0 or self.ingest_lock.locked()
+        """Calls or jobs hold it, an indexing run or the feeder of ours goes on, or its ingest lock is taken."""
+        return bool(self._users) or self.indexing_runs > 0 or self.intake.feeding or self.ingest_lock.locked()
 
     async def busy(self) -> bool:
         """`in_use`, or LightRAG's pipeline works for it.  The last look is `in_use` (no await after
@@ -82,6 +88,32 @@ class Workspace:
         except Exception:  # never initialized: nothing runs
             return False
         return bool(status.get("busy"))
+
+    async def status_row(self, doc_id: str) -> dict[str, Any] | None:
+        """A document's status row (a dict, like LightRAG's `get_by_id`), queued ones included."""
+        queued = self.intake.get(doc_id)
+        if queued is not None:
+            return queued.status_row()
+        row = await self.rag.doc_status.get_by_id(doc_id)
+        return dict(row) if row else None
+
+    async def status_rows(self) -> dict[str, Any]:
+        """Every document's status row (`DocProcessingStatus`, like LightRAG's `get_docs_by_statuses`)."""
+        from lightrag.base import DocStatus  # deferred: LightRAG is imported once, off the loop
+
+        rows: dict[str, Any] = await self.rag.doc_status.get_docs_by_statuses(list(DocStatus))
+        rows.update((doc.doc_id, doc.processing_status()) for doc in self.intake.documents())
+        return rows
+
+    async def status_counts(self) -> dict[str, int]:
+        """Documents by state (every state present), queued ones counted as pending."""
+        counts = await status_counts(self.rag.doc_status)
+        queued = self.intake.documents()
+        # A batch on its way may be in LightRAG's rows already: count those documents once.
+        on_the_way = [doc.doc_id for doc in queued if not self.intake.waiting(doc.doc_id)]
+        landed = await self.rag.doc_status.get_by_ids(on_the_way) if on_the_way else []
+        counts["pending"] += len(queued) - sum(1 for row in landed if row)
+        return counts
 
     async def commit(self) -> None:
         """Write what LightRAG still buffers (a no-op for a storage with nothing pending).

@@ -55,18 +55,21 @@ async def test_answers_come_from_the_llm_with_sources(home: Path, fake: FakeLLMS
         assert KEY not in str(health) and KEY not in answer.content[0].text
 
 
-@pytest.mark.parametrize("mode", ["naive", "mix"])
-async def test_a_question_costs_one_embedding_request_as_in_lightrag(mode: str, home: Path, fake: FakeLLMServer) -> None:
-    """The sources' relevance scores reuse the question's vector: the question text reaches the
-    embedding API once per query, as LightRAG alone sends it (remote embeddings cost a round trip)."""
-    question = f"Which satellite did Nadia Osei launch ({mode})?"
+async def test_a_question_costs_the_requests_it_costs_lightrag_in_every_mode(home: Path, fake: FakeLLMServer) -> None:
+    """The sources' relevance scores reuse what LightRAG's retrieval measured: per query, one
+    embedding request (the question, with the keywords in graph modes), and the LLM asked for
+    keywords (graph modes) and for the answer, as LightRAG alone asks (remote calls cost a round trip)."""
     async with running_server(home, **llm_env(fake)) as client:
         await client.call("upload_to_lightrag", upload_args("falcon.md", "# Falcon\n\nThe FALCON-88 satellite was launched by Nadia Osei from Accra."))
-        fake.reset()
-        answer = await client.call("lightrag_query", {"query": question, "mode": mode})
-        assert answer.structured_content["sources"], answer.content
-    embedded = [request.body.get("input") for request in fake.requests_for(endpoint="embeddings")]
-    assert sum(question in str(texts) for texts in embedded) == 1, embedded
+        for mode in ("naive", "local", "global", "hybrid", "mix"):
+            question = f"Which satellite did Nadia Osei launch ({mode})?"
+            fake.reset()
+            answer = await client.call("lightrag_query", {"query": question, "mode": mode})
+            assert answer.structured_content["sources"], (mode, answer.content)
+            embedded = [request.body.get("input") for request in fake.requests_for(endpoint="embeddings")]
+            assert len(embedded) == 1 and question in str(embedded[0]), (mode, embedded)
+            chat = [request.prompt_kind for request in fake.requests_for(endpoint="chat")]
+            assert sorted(map(str, chat)) == (["answer"] if mode == "naive" else ["answer", "keywords"]), (mode, chat)
 
 
 async def test_streamed_answers_arrive_as_progress_and_whole_at_the_end(home: Path, fake: FakeLLMServer) -> None:

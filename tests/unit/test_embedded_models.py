@@ -20,7 +20,7 @@ import anyio
 import numpy as np
 import pytest
 
-from rag_worker.embedded import models, offline_tokenizer
+from rag_worker.embedded import embedding_lanes, models, offline_tokenizer
 from rag_worker.embedded.embedding_lanes import EmbeddingLanes, make_embedding_func
 from rag_worker.embedded.models import (
     EMBEDDING_DIM,
@@ -86,6 +86,28 @@ def test_batching_equals_one_by_one() -> None:
     single = np.vstack([one_by_one.embed([t]) for t in texts])
     # Padding is masked out, so only float rounding differs; order is the input order.
     np.testing.assert_allclose(batched, single, atol=2e-5)
+
+
+def test_identical_texts_are_inferred_once() -> None:
+    recorder = _Recorder()
+    texts = ["Alice\nan engineer", "Bob\na pilot", "Alice\nan engineer", "Bob\na pilot", "Carol"]
+    vectors = recorder.embed(texts)
+    assert recorder.inferred == 3
+    np.testing.assert_array_equal(vectors[0], vectors[2])
+    np.testing.assert_array_equal(vectors[1], vectors[3])
+    np.testing.assert_allclose(vectors[4], recorder.embed(["Carol"])[0], atol=2e-5)
+
+
+def test_inferences_group_texts_of_similar_length_within_the_token_budget() -> None:
+    embedder = OnnxSentenceEmbedder(batch_size=8, batch_tokens=100)  # nothing loaded: planning only
+    lengths = [60, 10, 10, 60, 10, 250, 10, 10, 10, 10, 10, 10, 10, 10]
+    batches = embedder._batches(lengths)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    for batch in batches:
+        width = max(lengths[i] for i in batch)
+        assert len(batch) <= 8
+        assert len(batch) == 1 or len(batch) * width <= 100  # a text over the budget goes alone
+    assert [sorted(lengths[i] for i in batch) for batch in batches] == [[10] * 8, [10] * 3, [60], [60], [250]]
 
 
 def test_long_text_is_truncated_not_crashing(embedder: OnnxSentenceEmbedder) -> None:
@@ -159,22 +181,27 @@ def test_default_model_dir(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # ------------------------------------------------------------ EmbeddingFunc
 class _Recorder(OnnxSentenceEmbedder):
-    """Records which threads ran embed() and the peak concurrency."""
+    """Records which threads ran inferences, the peak concurrency and the texts inferred."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self.threads: set[int] = set()
         self.active = 0
         self.peak = 0
+        self.inferred = 0
+        self.barrier: threading.Barrier | None = None  # when set, every inference waits at it
         self._count_lock = threading.Lock()
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def infer(self, token_ids: list[list[int]]) -> np.ndarray:
         with self._count_lock:
             self.threads.add(threading.get_ident())
             self.active += 1
             self.peak = max(self.peak, self.active)
+            self.inferred += len(token_ids)
         try:
-            return super().embed(texts)
+            if self.barrier is not None:
+                self.barrier.wait()
+            return super().infer(token_ids)
         finally:
             with self._count_lock:
                 self.active -= 1
@@ -216,6 +243,38 @@ async def test_query_embedding_does_not_wait_for_the_indexing_lane(embedder: Onn
     finally:
         release.set()
     assert vector.shape == (1, EMBEDDING_DIM)
+
+
+@pytest.mark.anyio
+async def test_one_indexing_request_uses_every_indexing_thread() -> None:
+    """A request's inferences are spread over the lane's threads: two run at once here
+    (each waits for the other at a barrier, which fails after 30 s if they never meet)."""
+    recorder = _Recorder(batch_size=4)  # eight texts: two inferences
+    recorder.barrier = threading.Barrier(2, timeout=30)
+    func = make_embedding_func(recorder, EmbeddingLanes.create(2))
+    texts = [f"sentence number {i} about the weather in town" for i in range(8)]
+    vectors = await func(texts, context="document")
+    assert recorder.peak == 2 and len(recorder.threads) == 2
+    recorder.barrier = None
+    np.testing.assert_allclose(vectors, recorder.embed(texts), atol=2e-5)
+
+
+@pytest.mark.anyio
+async def test_memory_goes_back_to_the_os_once_indexing_pauses(
+    embedder: OnnxSentenceEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    released: list[str] = []
+    monkeypatch.setattr(embedding_lanes, "RELEASE_AFTER_IDLE_S", 0.01)
+    monkeypatch.setattr(embedding_lanes, "release_freed_memory", lambda: released.append(threading.current_thread().name))
+    func = make_embedding_func(embedder, EmbeddingLanes.create(1))
+    await func(["a question"], context="query")
+    await anyio.sleep(0.1)
+    assert released == []  # questions are not indexing
+    await func(["an indexing text"], context="document")
+    with anyio.fail_after(30):
+        while not released:
+            await anyio.sleep(0.01)
+    assert released[0].startswith("embed-indexing")
 
 
 def test_indexing_inference_threads_run_at_a_lower_priority() -> None:

@@ -1,13 +1,16 @@
-"""A question is embedded once per process, whichever binding embeds it (rag_worker.query_cache)."""
+"""What LightRAG computed for a question is not computed again (rag_worker.query_cache): the
+question is embedded once per process, whichever binding embeds it, and its chunk scores are
+the ones LightRAG's retrieval measured."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 
-from rag_worker.query_cache import remembering_queries
+from rag_worker.query_cache import observing_chunk_scores, remembered_vector, remembering_queries, report_chunk_scores
 
 pytestmark = pytest.mark.anyio
 
@@ -64,3 +67,59 @@ async def test_only_the_most_recent_questions_are_kept() -> None:
     assert list(embed.query_cache) == ["q1", "q3"]  # type: ignore[attr-defined]
     await embed(["q2"], context="query")
     assert model.batches == [["q1"], ["q2"], ["q3"], ["q2"]]
+
+
+class NanoVectorDBStorage:
+    """A chunk store named like LightRAG's local one (whose search reports cosine similarities)."""
+
+    def __init__(self) -> None:
+        self.vectors = {"doc-a-chunk-000": [1.0, 0.0], "doc-b-chunk-001": [0.0, 1.0]}
+
+    async def query(self, query: str, top_k: int, query_embedding: Any = None) -> list[dict[str, Any]]:
+        return [{"id": "doc-a-chunk-000", "distance": np.float32(0.75), "content": "a"}]
+
+    async def get_vectors_by_ids(self, ids: list[str]) -> dict[str, list[float]]:
+        return {i: self.vectors[i] for i in ids if i in self.vectors}
+
+
+async def test_a_question_sees_the_similarities_and_vectors_its_retrieval_measured() -> None:
+    store = NanoVectorDBStorage()
+    report_chunk_scores(store)
+    with observing_chunk_scores() as scores:
+        found = await store.query("who?", top_k=5)
+        read = await store.get_vectors_by_ids(["doc-b-chunk-001"])
+    assert found[0]["distance"] == np.float32(0.75) and read == {"doc-b-chunk-001": [0.0, 1.0]}  # unchanged for LightRAG
+    assert scores.similarity == {"doc-a-chunk-000": 0.75}
+    assert scores.vectors == {"doc-b-chunk-001": [0.0, 1.0]}
+
+
+async def test_retrieval_outside_a_question_is_not_recorded() -> None:
+    store = NanoVectorDBStorage()
+    report_chunk_scores(store)
+    with observing_chunk_scores() as scores:
+        pass
+    await store.query("who?", top_k=5)
+    await store.get_vectors_by_ids(["doc-a-chunk-000"])
+    assert scores.similarity == {} and scores.vectors == {}
+
+
+async def test_a_store_whose_distance_is_not_a_cosine_reports_only_vectors() -> None:
+    class PGVectorStorage(NanoVectorDBStorage):
+        pass
+
+    store = PGVectorStorage()
+    report_chunk_scores(store)
+    with observing_chunk_scores() as scores:
+        await store.query("who?", top_k=5)
+    assert scores.similarity == {}
+
+
+async def test_a_remembered_question_vector_is_read_without_asking_the_model() -> None:
+    model = CountingModel()
+    embed = remembering_queries(model)
+    holder = SimpleNamespace(func=embed)  # what LightRAG's EmbeddingFunc looks like from here
+    assert remembered_vector(holder, "who funded it?") is None
+    await embed(["who funded it?", "funding"], context="query")
+    vector = remembered_vector(holder, "who funded it?")
+    assert vector is not None and vector.tolist() == [float(len("who funded it?")), 1.0]
+    assert model.batches == [["who funded it?", "funding"]]

@@ -1,0 +1,113 @@
+"""Exact names in retrieval: the passages that contain the names and identifiers a question asks about.
+
+The packaged embedding model barely tells "HERON-1000" from "HERON-1010": over 100 generated
+reports that each state who built one coded prototype (`scripts/bench_retrieval.py`), the passage
+answering "Who built the HERON-1000 prototype?" was among the first 10 for 61 % of the questions
+in naive mode and 45-53 % in the graph modes; the top 10 of a miss were other reports' prototype
+sentences. Passage size made no difference (120, 160 and 240 tokens: 0.60, 0.68, 0.61). Two steps
+at LightRAG 1.5.7's own seams put the exact names back in charge:
+
+* `add_named_chunks(rag)`: the chunk vector search (naive mode, mix's vector half) also returns the
+  passages of every entity the question names verbatim, when the name is specific (at most
+  `MAX_NAMED_CHUNKS` passages: "Berlin" in 300 passages says nothing). LightRAG's `entity_chunks`
+  store maps an entity name to its chunk ids on every storage backend.
+* `exact_term_rerank`: LightRAG's `rerank_model_func` (used while `enable_rerank` is on, the query
+  tool's default): passages naming more of the question's names first, ties in LightRAG's order,
+  so the graph modes' chunk choice (by vector similarity to the question) cannot bury them.
+
+A question that names nothing leaves both steps without effect.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from typing import Any
+
+import numpy as np
+
+from rag_worker.embedded.text_query import query_names
+
+log = logging.getLogger("rag_worker.storage.exact_match")
+
+#: A name whose entity has more passages than this is too common to pull passages in.
+MAX_NAMED_CHUNKS = 5
+
+
+@functools.lru_cache(maxsize=256)
+def _name_pattern(name: str) -> re.Pattern[str]:
+    # Whole words only: "HERON-100" must not match "HERON-1000".
+    return re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", re.IGNORECASE)
+
+
+def named_in(names: list[str], text: str) -> int:
+    """How many of `names` appear in `text` (whole words, any case, line breaks as spaces)."""
+    flat = " ".join(text.split())
+    return sum(1 for name in names if _name_pattern(name).search(flat))
+
+
+async def exact_term_rerank(query: str, documents: list[str], top_n: int | None = None,
+                            **_: Any) -> list[dict[str, Any]]:
+    """LightRAG `rerank_model_func`: documents naming more of the query's names first.
+
+    Returns LightRAG's index form (`[{"index", "relevance_score"}]`); scores lie in (0, 1]
+    (1: every name present), so LightRAG's `min_rerank_score` 0 keeps every passage.
+    """
+    names = query_names(query)
+    counts = [named_in(names, document) for document in documents] if names else [0] * len(documents)
+    order = sorted(range(len(documents)), key=lambda i: -counts[i])  # stable: ties keep LightRAG's order
+    if top_n:
+        order = order[:top_n]
+    return [{"index": i, "relevance_score": (counts[i] + 1) / (len(names) + 1)} for i in order]
+
+
+def add_named_chunks(rag: Any) -> None:
+    """Make `rag.chunks_vdb.query` lead with the passages of the entities the question names
+    (at most `top_k` rows in all, as before); any lookup failure leaves the vector results alone."""
+    search = rag.chunks_vdb.query
+
+    async def query(query: str, top_k: int, query_embedding: Any = None, **kwargs: Any) -> Any:
+        found = await search(query, top_k=top_k, query_embedding=query_embedding, **kwargs)
+        try:
+            named = await _named_rows(rag, query, query_embedding, {str(r.get("id")) for r in found or ()})
+        except Exception:  # an aid to the vector search, never a reason to fail it
+            log.debug("exact-name lookup failed", exc_info=True)
+            return found
+        return (named + list(found or ()))[:max(top_k, 1)] if named else found
+
+    rag.chunks_vdb.query = query
+
+
+async def _named_rows(rag: Any, query: str, query_embedding: Any, seen: set[str]) -> list[dict[str, Any]]:
+    """Vector-search rows for the passages of the query's specific names (not in `seen`)."""
+    ids: list[str] = []
+    for name in query_names(query):
+        row = await rag.entity_chunks.get_by_id(name)
+        chunk_ids = [str(c) for c in (row or {}).get("chunk_ids") or []]
+        if 0 < max(len(chunk_ids), int((row or {}).get("count") or 0)) <= MAX_NAMED_CHUNKS:
+            ids += [c for c in chunk_ids if c not in seen and c not in ids]
+    if not ids:
+        return []
+    chunks = await rag.text_chunks.get_by_ids(ids)
+    similarity = await _similarities(rag, ids, query_embedding)
+    return [
+        {"id": chunk_id, "content": chunk["content"], "full_doc_id": chunk.get("full_doc_id"),
+         "file_path": chunk.get("file_path"), "created_at": chunk.get("create_time"),
+         "distance": similarity.get(chunk_id)}
+        for chunk_id, chunk in zip(ids, chunks, strict=True) if chunk and chunk.get("content")
+    ]
+
+
+async def _similarities(rag: Any, ids: list[str], query_embedding: Any) -> dict[str, float]:
+    """Cosine similarity of each passage to the question, as the vector search reports it."""
+    if query_embedding is None:
+        return {}
+    vectors = await rag.chunks_vdb.get_vectors_by_ids(ids)
+    question = np.asarray(query_embedding, dtype=np.float32)
+    question /= float(np.linalg.norm(question)) or 1.0
+    scores = {}
+    for chunk_id, vector in (vectors or {}).items():
+        array = np.asarray(vector, dtype=np.float32)
+        scores[str(chunk_id)] = float(array @ question / (float(np.linalg.norm(array)) or 1.0))
+    return scores
