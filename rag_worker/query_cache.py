@@ -69,6 +69,17 @@ def remembered_vector(embedding_func: Any, text: str) -> np.ndarray | None:
     return None if vector is None else np.asarray(vector, dtype=np.float32)
 
 
+def cosines(question: Any, vectors: dict[str, Any]) -> dict[str, float]:
+    """Each vector's cosine similarity to `question` (the figure NanoVectorDB's search reports)."""
+    if not vectors:
+        return {}
+    ids = list(vectors)
+    matrix = np.asarray([vectors[key] for key in ids], dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(question)) or 1.0)
+    values = matrix @ np.asarray(question, dtype=np.float32) / np.where(norms > 0, norms, 1.0)
+    return {str(key): float(value) for key, value in zip(ids, values, strict=True)}
+
+
 @dataclass
 class ChunkScores:
     """What LightRAG's retrieval measured on the chunk store for one question."""

@@ -19,7 +19,7 @@ import anyio
 import orjson
 
 from scripts.bench_report import Results, Target, number, record
-from scripts.bench_support import MODES, DirectLightRAG, ServerIndex, corpus, front, index_through_server
+from scripts.bench_support import MODES, DirectLightRAG, ServerIndex, corpus, index_through_server
 from scripts.corpus import BenchDoc
 
 QUERY_TARGET = Target("p50 ≤ 1.1× LightRAG in-process", ratio_at_most=1.1)
@@ -53,21 +53,11 @@ async def prepared_index(home: Path, size: int, indexes: dict[int, ServerIndex],
 async def bench_query(results: Results, home: Path, sizes: list[int], questions: int, indexes: dict[int, ServerIndex]) -> None:
     for size in sizes:
         index = await prepared_index(home, size, indexes, {})
-        working_dir, workspace = index.copy_for_floor(home / f"floor{size}")
-        direct = DirectLightRAG(working_dir, workspace, index.env)
-        await direct.open()
-        try:
-            async with front(index.home, **index.server_env()) as client:
-                await client.wait_ready()
-                sample = spread(index.docs, questions)
-                for mode in MODES:  # opens the workspace and loads every store on both sides: not a figure
-                    await client.call("lightrag_query", {"query": f"What happened first ({mode})?", "mode": mode})
-                    await direct.query(f"What happened first ({mode})?", mode)
-                for mode in MODES:
-                    await _one_mode(results, client, direct, sample, mode, size)
-                await bench_concurrency(results, client, sample, size)
-        finally:
-            await direct.close()
+        async with index.both_sides(home / f"floor{size}") as (client, direct):
+            sample = spread(index.docs, questions)
+            for mode in MODES:
+                await _one_mode(results, client, direct, sample, mode, size)
+            await bench_concurrency(results, client, sample, size)
 
 
 async def _one_mode(results: Results, client: Any, direct: DirectLightRAG, sample: list[BenchDoc], mode: str, size: int) -> None:

@@ -37,7 +37,7 @@ if str(PROJECT_ROOT) not in sys.path:
 from scripts.bench_fake_llm import FakeLLMProcess  # noqa: E402
 from scripts.bench_queries import spread  # noqa: E402
 from scripts.bench_report import Results, Target, markdown, number, record  # noqa: E402
-from scripts.bench_support import MODES, DirectLightRAG, corpus, front, index_through_server, machine_info  # noqa: E402
+from scripts.bench_support import MODES, DirectLightRAG, corpus, index_through_server, machine_info  # noqa: E402
 
 LLM_TARGET = Target("p50 ≤ 1.1× LightRAG in-process; same requests", ratio_at_most=1.1)
 PATHS = ("answer", "context")
@@ -68,27 +68,17 @@ async def bench_llm(results: Results, home: Path, sizes: list[int], questions: i
             started = time.perf_counter()
             index = await index_through_server(home / f"llm{size}", corpus(size), llm_env(fake))
             sys.stderr.write(f"  ({size} docs indexed through the fake in {time.perf_counter() - started:.1f} s)\n")
-            working_dir, workspace = index.copy_for_floor(home / f"floor{size}")
-            direct = DirectLightRAG(working_dir, workspace, index.env)
-            await direct.open()
-            try:
-                async with front(index.home, **index.server_env()) as client:
-                    await client.wait_ready()
-                    numbers = itertools.count()
-                    for mode in MODES:  # opens the workspace and loads every store: not a figure
-                        await _call(client, direct, "ours", "answer", f"What happened first ({mode})?", mode)
-                        await _call(client, direct, "floor", "answer", f"What happened first ({mode})?", mode)
-                    for mode in MODES:
-                        calls = Calls()
-                        for turn, doc in enumerate(spread(index.docs, questions)):
-                            for side, path in _order(turn):
-                                question = f"{doc.question} (reference {next(numbers)})"  # new to every side and path
-                                fake.reset()
-                                ms, text = await _call(client, direct, side, path, question, mode)
-                                calls.add(side, path, ms, fake.count(), doc.answer in text)
-                        _record_mode(results, calls, mode, size, questions)
-            finally:
-                await direct.close()
+            async with index.both_sides(home / f"floor{size}", answer=True) as (client, direct):
+                numbers = itertools.count()
+                for mode in MODES:
+                    calls = Calls()
+                    for turn, doc in enumerate(spread(index.docs, questions)):
+                        for side, path in _order(turn):
+                            question = f"{doc.question} (reference {next(numbers)})"  # new to every side and path
+                            fake.reset()
+                            ms, text = await _call(client, direct, side, path, question, mode)
+                            calls.add(side, path, ms, fake.count(), doc.answer in text)
+                    _record_mode(results, calls, mode, size, questions)
 
 
 def llm_env(fake: FakeLLMProcess) -> dict[str, str]:

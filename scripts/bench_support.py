@@ -294,6 +294,23 @@ class ServerIndex:
         shutil.copytree(self.workspace_dir(), into / workspace)
         return into, workspace
 
+    @contextlib.asynccontextmanager
+    async def both_sides(self, floor_home: Path, *, answer: bool = False) -> AsyncIterator[tuple[BenchClient, DirectLightRAG]]:
+        """The server on this index and LightRAG in-process on a copy of it, each having answered
+        one question per mode (which opens the workspace and loads every store: not a figure)."""
+        direct = DirectLightRAG(*self.copy_for_floor(floor_home), self.env)
+        await direct.open()
+        try:
+            async with front(self.home, **self.server_env()) as client:
+                await client.wait_ready()
+                for mode in MODES:
+                    arguments: dict[str, Any] = {"query": f"What happened first ({mode})?", "mode": mode}
+                    await client.call("lightrag_query", arguments | ({} if answer else {"only_context": True}))
+                    await direct.query(arguments["query"], mode, answer=answer)
+                yield client, direct
+        finally:
+            await direct.close()
+
 
 async def index_through_server(home: Path, docs: list[BenchDoc], env: dict[str, str], concurrency: int = 4) -> ServerIndex:
     """Index `docs` through a server in `home` (uploads with no wait, then polled); closes it."""

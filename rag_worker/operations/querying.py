@@ -10,12 +10,10 @@ import logging
 import time
 from typing import Any
 
-import numpy as np
-
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
 from rag_worker.graph.sources import CHUNK_MARKER
-from rag_worker.query_cache import ChunkScores, observing_chunk_scores, remembered_vector
+from rag_worker.query_cache import ChunkScores, cosines, observing_chunk_scores, remembered_vector
 from rag_worker.storage.catalog import name_from_file_path
 from rag_worker.storage.vector_flush import reading_committed_state
 from rag_worker.storage.workspace import Workspace
@@ -226,13 +224,7 @@ async def _relevance(ws: Workspace, query: str, chunk_ids: list[str], seen: Chun
         if unread:  # chunks LightRAG picked without vectors (KG_CHUNK_PICK_METHOD=WEIGHT)
             with reading_committed_state():
                 vectors.update(await ws.rag.chunks_vdb.get_vectors_by_ids(unread))
-        if not vectors:
-            return scores
-        ids = list(vectors)
-        matrix = np.asarray([vectors[chunk_id] for chunk_id in ids], dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(question)) or 1.0)
-        cosines = matrix @ question / np.where(norms > 0, norms, 1.0)
-        scores.update(zip(ids, (float(value) for value in cosines), strict=True))
+        scores.update(cosines(question, vectors))
     except Exception:  # scores are a courtesy: never fail a query over them
         log.debug("relevance scoring failed", exc_info=True)
     return scores

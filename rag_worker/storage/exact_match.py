@@ -25,9 +25,8 @@ import logging
 import re
 from typing import Any
 
-import numpy as np
-
 from rag_worker.embedded.text_query import query_names
+from rag_worker.query_cache import cosines
 
 log = logging.getLogger("rag_worker.storage.exact_match")
 
@@ -103,11 +102,4 @@ async def _similarities(rag: Any, ids: list[str], query_embedding: Any) -> dict[
     """Cosine similarity of each passage to the question, as the vector search reports it."""
     if query_embedding is None:
         return {}
-    vectors = await rag.chunks_vdb.get_vectors_by_ids(ids)
-    question = np.asarray(query_embedding, dtype=np.float32)
-    question /= float(np.linalg.norm(question)) or 1.0
-    scores = {}
-    for chunk_id, vector in (vectors or {}).items():
-        array = np.asarray(vector, dtype=np.float32)
-        scores[str(chunk_id)] = float(array @ question / (float(np.linalg.norm(array)) or 1.0))
-    return scores
+    return cosines(query_embedding, await rag.chunks_vdb.get_vectors_by_ids(ids) or {})
