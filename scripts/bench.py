@@ -250,7 +250,9 @@ def sizes_of(text: str | None, default: list[int]) -> list[int]:
     return [int(size) for size in text.split(",")] if text else default
 
 
-async def main_async(args: argparse.Namespace) -> Results:
+async def main_async(args: argparse.Namespace, save: Callable[[Results], None]) -> Results:
+    """Each chosen sub-benchmark in turn; `save` writes what is measured so far after each one
+    (a long run stopped part-way keeps its figures)."""
     results: Results = {}
     chosen = set(args.only.split(",")) if args.only else set(DEFAULT)
     unknown = chosen - set(ALL)
@@ -261,42 +263,41 @@ async def main_async(args: argparse.Namespace) -> Results:
     indexes: dict[int, ServerIndex] = {}  # documents indexed through the server, by count: the query figures reuse them
     with tempfile.TemporaryDirectory(prefix="lightrag-bench-") as tmp:
         home = Path(tmp)
-        if "startup" in chosen:
-            sys.stderr.write("startup\n")
-            await bench_startup(results, home / "startup", 3 if quick else 10)
-        if "bridge" in chosen:
-            sys.stderr.write("bridge\n")
-            await bench_bridge(results, home / "bridge", 200 if quick else 1000)
-        if "upload" in chosen:
-            sys.stderr.write("upload (10 MB PDF)\n")
-            await bench_upload(results, home / "upload", 1 if quick else 3)
-        if "enqueue" in chosen:
-            sys.stderr.write("enqueue: a 2-page document with no wait, idle and while documents index\n")
-            await bench_enqueue(results, home / "enqueue", 3 if quick else 20, 10 if quick else 100)
-        if "indexing" in chosen:
-            sys.stderr.write("indexing: N documents uploaded with no wait → all processed\n")
-            await bench_indexing(results, home / "indexing", sizes_of(args.sizes, [10] if quick else [20, 100]), indexes)
-        if "query" in chosen:
-            sys.stderr.write("query: every mode, context path, ours vs LightRAG on the same index\n")
-            sizes = sizes_of(args.query_sizes, [10] if quick else [100, 1000])
-            await bench_query(results, home / "query", sizes, questions, indexes)
-        if "llm" in chosen:
+
+        async def llm() -> None:
             from scripts.bench_requests import bench_llm
 
-            sys.stderr.write("llm: every mode through LightRAG's openai binding against a local fake\n")
-            sizes = sizes_of(args.llm_sizes, [10] if quick else [100])
-            await bench_llm(results, home / "llm", sizes, questions)
-        if "chat" in chosen:
-            sys.stderr.write("chat turn: a question while a large PDF indexes\n")
-            await bench_chat_turn(results, home / "chat", 5 if quick else 20, [2.0] if quick else [2.0, 10.0])
-        if "hang" in chosen:
-            sys.stderr.write("hang\n")
-            await bench_hang(results, home / "hang", 2 if quick else 5)
-        if "multiuser" in chosen:
+            await bench_llm(results, home / "llm", sizes_of(args.llm_sizes, [10] if quick else [100, 1000]), questions)
+
+        async def multiuser() -> None:
             from scripts.bench_multiuser import Options, bench_multiuser
 
-            sys.stderr.write("multiuser: one HTTP server for many users vs one stdio server per user\n")
             await bench_multiuser(results, home / "multiuser", Options.quick() if quick else Options())
+
+        stages: dict[str, tuple[str, Callable[[], Awaitable[None]]]] = {
+            "startup": ("startup", lambda: bench_startup(results, home / "startup", 3 if quick else 10)),
+            "bridge": ("bridge", lambda: bench_bridge(results, home / "bridge", 200 if quick else 1000)),
+            "upload": ("upload (10 MB PDF)", lambda: bench_upload(results, home / "upload", 1 if quick else 3)),
+            "enqueue": ("enqueue: a 2-page document with no wait, idle and while documents index",
+                        lambda: bench_enqueue(results, home / "enqueue", 3 if quick else 20, 10 if quick else 100)),
+            "indexing": ("indexing: N documents uploaded with no wait → all processed",
+                         lambda: bench_indexing(results, home / "indexing",
+                                                sizes_of(args.sizes, [10] if quick else [20, 100]), indexes)),
+            "query": ("query: every mode, context path, ours vs LightRAG on the same index",
+                      lambda: bench_query(results, home / "query",
+                                          sizes_of(args.query_sizes, [10] if quick else [100, 1000]), questions, indexes)),
+            "llm": ("llm: every mode through LightRAG's openai binding against a local fake", llm),
+            "chat": ("chat turn: a question while a large PDF indexes",
+                     lambda: bench_chat_turn(results, home / "chat", 5 if quick else 20, [2.0] if quick else [2.0, 10.0])),
+            "hang": ("hang", lambda: bench_hang(results, home / "hang", 2 if quick else 5)),
+            "multiuser": ("multiuser: one HTTP server for many users vs one stdio server per user", multiuser),
+        }
+        for name in ALL:
+            if name in chosen:
+                heading, run = stages[name]
+                sys.stderr.write(heading + "\n")
+                await run()
+                save(results)
     return results
 
 
@@ -306,7 +307,7 @@ def main() -> int:
     parser.add_argument("--only", help=f"comma list of: {', '.join(ALL)} (default: all but multiuser)")
     parser.add_argument("--sizes", help="documents for indexing, e.g. 20,100 (default 20,100; quick 10)")
     parser.add_argument("--query-sizes", help="documents for query, e.g. 100,1000 (default 100,1000; quick 10)")
-    parser.add_argument("--llm-sizes", help="documents for llm, e.g. 100 (default 100; quick 10)")
+    parser.add_argument("--llm-sizes", help="documents for llm, e.g. 100 (default 100,1000; quick 10)")
     parser.add_argument("--questions", type=int, help="questions per mode for query and llm (default 20; quick 3)")
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
     parser.add_argument("--markdown", type=Path, help="write the Markdown table here")
@@ -315,14 +316,16 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     machine = machine_info()
     started = time.perf_counter()
-    results = asyncio.run(main_async(args))
-    table = markdown(results, machine)
-    sys.stdout.write(table + "\n")
+
+    def save(results: Results) -> None:
+        if args.json:
+            args.json.write_bytes(orjson.dumps({"machine": machine, "results": results}, option=orjson.OPT_INDENT_2))
+        if args.markdown:
+            args.markdown.write_text(markdown(results, machine) + "\n")
+
+    results = asyncio.run(main_async(args, save))
+    sys.stdout.write(markdown(results, machine) + "\n")
     sys.stderr.write(f"benchmarks took {time.perf_counter() - started:.0f} s\n")
-    if args.json:
-        args.json.write_bytes(orjson.dumps({"machine": machine, "results": results}, option=orjson.OPT_INDENT_2))
-    if args.markdown:
-        args.markdown.write_text(table + "\n")
     return 0
 
 
