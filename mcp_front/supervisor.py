@@ -193,19 +193,27 @@ class WorkerSupervisor:
         return worker
 
     async def _monitor(self, worker: WorkerProcess) -> Outcome:
-        """Ping until the worker dies, hangs, or is due for recycling."""
+        """Ping until the worker dies, hangs, or is due for recycling.
+
+        A planned recycle waits while the worker indexes in the background (its pong says so):
+        stopping it would interrupt LightRAG's pipeline, whose documents are then processed again."""
         while True:
-            await _wait_any((worker.exited, self._recycle_wanted), self.settings.ping_interval)
+            waiting_for_indexing = self._recycle_wanted.is_set()  # it was due at the last look, and indexing
+            await _wait_any((worker.exited,) if waiting_for_indexing else (worker.exited, self._recycle_wanted),
+                            self.settings.ping_interval)
             if worker.exited.is_set():
                 reason = worker.exit_reason or "the worker exited"
                 log.warning("worker pid %s stopped: %s", worker.pid, reason)
                 return self._failed(worker, reason)
-            if self._recycle_wanted.is_set():
-                return Outcome.RECYCLED
             rtt = await worker.ping(self.settings.ping_timeout)
             if rtt is not None:
                 self._record_pong(rtt)
                 self._check_rss(worker)
+                if self._recycle_wanted.is_set():
+                    if not worker.indexing:
+                        return Outcome.RECYCLED
+                    if not waiting_for_indexing:
+                        log.info("recycling worker pid %s waits until its indexing ends (%s)", worker.pid, self._recycle_reason)
             elif worker.exited.is_set():
                 continue  # reported as an exit on the next turn
             elif time.monotonic() < worker.blocking_until:

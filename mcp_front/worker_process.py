@@ -64,6 +64,7 @@ class WorkerProcess:
         self.ready_info: dict[str, Any] = {}
         self.spawned_at = 0.0
         self.blocking_until = 0.0  # a lease announced by worker/blocking
+        self.indexing = False  # its last pong said documents are being indexed in the background
         self.exit_reason: str | None = None
 
     # --- what the supervisor reads -------------------------------------------------
@@ -118,9 +119,10 @@ class WorkerProcess:
         started = time.perf_counter()
         with anyio.move_on_after(timeout):
             try:
-                await self.endpoint.request(m.PING.name, {})
+                pong = await self.endpoint.request(m.PING.name, {})
             except (WorkerGone, RagError):
                 return None
+            self.indexing = bool(pong.get("indexing"))
             return time.perf_counter() - started
         return None
 

@@ -58,7 +58,8 @@ class WorkerRuntime:
         return round(time.monotonic() - self.started, 3)
 
     def ping(self) -> dict[str, Any]:
-        return {"pong": True, "pid": os.getpid(), "uptime_s": self.uptime()}
+        indexing = self.warmed_up and self.engines.indexing()
+        return {"pong": True, "pid": os.getpid(), "uptime_s": self.uptime(), "indexing": indexing}
 
     def rss_mb(self) -> float:
         rss: int = psutil.Process().memory_info().rss  # psutil ships no type hints

@@ -41,7 +41,8 @@ VERSIONS = obj(
 PING = MethodSpec(
     "ping",
     obj({}),
-    obj({"pong": boolean(), "pid": integer(maximum=2**31), "uptime_s": number(maximum=1e9)}, closed=False),
+    obj({"pong": boolean(), "pid": integer(maximum=2**31), "uptime_s": number(maximum=1e9), "indexing": boolean()},
+        closed=False),
     tool_method=False,
 )
 

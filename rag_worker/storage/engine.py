@@ -105,6 +105,11 @@ class EngineRegistry:
     def open_workspaces(self) -> list[str]:
         return list(self._open)
 
+    def indexing(self) -> bool:
+        """Documents are being indexed in the background: a pipeline run or the intake's feeder
+        works, or documents wait in an intake queue (a planned recycle waits for the end)."""
+        return any(entry.indexing_runs > 0 or entry.intake.feeding or len(entry.intake) > 0 for entry in self._open.values())
+
     def opened(self, workspace: str) -> Workspace | None:
         """The workspace if it is open (without opening it)."""
         return self._open.get(workspace)

@@ -135,6 +135,35 @@ async def test_recycling_after_n_calls_swaps_the_worker_without_failing_a_call(h
         assert process_gone(first)
 
 
+async def test_a_recycle_due_while_the_worker_indexes_waits_until_indexing_ends(home: Path) -> None:
+    """Stopping the worker mid-indexing would interrupt LightRAG's pipeline (its documents are
+    then processed again): the recycle due after LIGHTRAG_MCP_MAX_REQUESTS calls waits until the
+    worker has indexed what it was given, then happens."""
+    env = {"LIGHTRAG_MCP_MAX_REQUESTS": "4", "LIGHTRAG_MCP_WAIT_SECONDS": "0", "LIGHTRAG_MCP_PING_INTERVAL": "0.2"}
+    async with running_server(home, **env) as client:
+        first = await client.worker_pid()
+        for i in range(6):
+            text = f"# Report {i}\n\n" + f"The KESTREL-{i} array was built by Orrin Vale in Lisbon in 19{i}0. " * 40
+            result = await client.call("lightrag_insert_text", {"text": text, "title": f"report-{i}"})
+            assert not result.is_error, result.content
+        polls = 0
+        with anyio.fail_after(240):
+            while True:
+                worker = (await client.health())["components"]["worker"]
+                status = await client.call("lightrag_get_status", {})
+                assert not status.is_error and status.structured_content is not None, status.content
+                if status.structured_content["counts"].get("processed", 0) == 6:
+                    break
+                # Still indexing after that health check, so the worker was indexing during it.
+                assert (worker["pid"], worker["recycles"], worker["restarts"]) == (first, 0, 0), worker
+                polls += 1
+                await anyio.sleep(0.05)
+        assert polls >= 2, "the documents were indexed before the call limit was passed: nothing was tested"
+        worker = (await client.wait_ready(timeout=60, not_pid=first))["components"]["worker"]
+        assert worker["recycles"] >= 1 and worker["restarts"] == 0
+        assert process_gone(first)
+
+
 async def test_recycling_over_the_rss_limit(home: Path) -> None:
     async with running_server(home, LIGHTRAG_MCP_MAX_RSS_MB="1", LIGHTRAG_MCP_PING_INTERVAL="0.3", **DEBUG) as client:
         first = await client.worker_pid()
