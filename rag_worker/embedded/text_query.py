@@ -7,6 +7,7 @@ names alone (``rag_worker.storage.exact_match`` looks them up verbatim).
 
 from __future__ import annotations
 
+import functools
 import re
 
 from . import text_lexicon as lx
@@ -61,8 +62,8 @@ def extract_query_keywords(query: str, limit: int = 8) -> tuple[list[str], list[
     phrases = _content_phrases(text, name_words)
     words = [w for phrase in phrases for w in phrase.split()]
     topics = [p for p in phrases if " " in p] + [w for w in words if len(w) >= 3]
-    low = names or phrases
-    high = names[:MAX_HIGH_LEVEL_NAMES] + topics
+    low = list(names) or phrases
+    high = list(names[:MAX_HIGH_LEVEL_NAMES]) + topics
     if not low:  # only stopwords or symbols: fall back to the words, then the text
         low = WORD_RE.findall(text) or [text[:100]]
     if not high:
@@ -70,15 +71,19 @@ def extract_query_keywords(query: str, limit: int = 8) -> tuple[list[str], list[
     return _dedupe(high)[:limit], _dedupe(low)[:limit]
 
 
-def query_names(query: str) -> list[str]:
-    """The names, identifiers and quoted phrases of a query, spelled as the entity index spells them."""
+@functools.lru_cache(maxsize=64)
+def query_names(query: str) -> tuple[str, ...]:
+    """The names, identifiers and quoted phrases of a query, spelled as the entity index spells them.
+
+    Remembered: one question reaches the keyword step, the named-passage lookup and the reranker
+    (`exact_match`), and scanning it is the costly part of each."""
     text = " ".join(query.split())
     names: list[str] = []
     for sentence in split_sentences(clean_inline(text)):
         names.extend(m.name for m in scan_sentence(sentence, query_mode=True))
     # Quoted phrases are what the user wants matched literally.
     names.extend(a or b for a, b in _QUOTED_RE.findall(text))
-    return _dedupe(names)
+    return tuple(_dedupe(names))
 
 
 def _dedupe(items: list[str]) -> list[str]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from rag_worker.embedded.text_query import query_names
@@ -40,7 +41,7 @@ def _name_pattern(name: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", re.IGNORECASE)
 
 
-def named_in(names: list[str], text: str) -> int:
+def named_in(names: Sequence[str], text: str) -> int:
     """How many of `names` appear in `text` (whole words, any case, line breaks as spaces)."""
     flat = " ".join(text.split())
     return sum(1 for name in names if _name_pattern(name).search(flat))
