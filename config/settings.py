@@ -107,6 +107,17 @@ def _choice(*choices: str) -> Callable[[str, str], str]:
     return parse
 
 
+def _subset(*choices: str) -> Callable[[str, str], tuple[str, ...]]:
+    def parse(name: str, raw: str) -> tuple[str, ...]:
+        values = tuple(dict.fromkeys(part.strip().lower() for part in raw.split(",") if part.strip()))
+        unknown = [value for value in values if value not in choices]
+        if unknown:
+            raise ConfigError(f"{name}={raw!r}: {unknown[0]!r} is not one of {', '.join(choices)}")
+        return values
+
+    return parse
+
+
 class BearerToken(NamedTuple):
     """One `LIGHTRAG_MCP_HTTP_TOKENS` entry: who the token is, and the sha256 of the token."""
 
@@ -220,10 +231,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LIGHTRAG_MCP_HTTP_PORT", "8765", "Port of the HTTP transport.", _int(1, 65535), "http"),
     Setting("LIGHTRAG_MCP_HTTP_PATH", "/mcp", "URL path of the MCP endpoint.", _http_path, "http"),
     Setting("LIGHTRAG_MCP_HTTP_TOKENS", "", "Bearer tokens, comma-separated `user:<name>:<sha256-hex>` (a person) or `gateway:<name>:<sha256-hex>` (a trusted gateway such as LibreChat, which names the user in LIGHTRAG_MCP_HTTP_USER_HEADER). Only digests are configured: `python -m mcp_front --hash-token` prints one.", _bearer_tokens, "http"),
+    Setting("LIGHTRAG_MCP_HTTP_SAME_USERS", "gateway", "HTTP credential kinds (comma list of gateway, token, oauth) whose user ids name the same people as LIGHTRAG_MCP_USER_ID over stdio, and so share their knowledge bases. Every other kind has a namespace of its own: OAuth subject `alice` is `oauth:alice`, never gateway user or token `alice`.", _subset("gateway", "token", "oauth"), "http"),
     Setting("LIGHTRAG_MCP_HTTP_USER_HEADER", "X-User-Id", "Header in which a gateway token names the user; refused from anyone else.", _header_name, "http"),
     Setting("LIGHTRAG_MCP_HTTP_ALLOWED_HOSTS", "", "Host header values accepted besides loopback and LIGHTRAG_MCP_PUBLIC_URL's host, comma-separated (`name:*` for any port); others get 421 (DNS-rebinding protection).", _comma_list, "http"),
     Setting("LIGHTRAG_MCP_HTTP_ALLOWED_ORIGINS", "", "Browser Origin values accepted besides loopback and LIGHTRAG_MCP_PUBLIC_URL's origin, comma-separated; others get 403. Requests without Origin (non-browser clients) are accepted.", _comma_list, "http"),
-    Setting("LIGHTRAG_MCP_HTTP_MAX_BODY_MB", "16", "Largest HTTP request body, in MB (larger: 413).", _float(0.01, 1024), "http"),
+    Setting("LIGHTRAG_MCP_HTTP_MAX_BODY_MB", "0", "Largest HTTP request body, in MB (larger: 413 naming the upload limit). 0: room for a base64 file of twice LIGHTRAG_MCP_MAX_FILE_MB, so an oversized upload is still answered FILE_TOO_LARGE.", _float(0, 1024), "http"),
+    Setting("LIGHTRAG_MCP_HTTP_MAX_SESSIONS_PER_USER", "16", "Open MCP sessions one authenticated user (token, gateway user or OAuth subject) may hold; a further one closes that user's oldest. The server-wide bound is 10,000.", _int(1, 10_000), "http"),
     Setting("LIGHTRAG_MCP_OAUTH_ISSUER", "", "OAuth 2.1 resource-server mode: the authorization server whose JWTs (RS256/ES256) are accepted.", _url, "http"),
     Setting("LIGHTRAG_MCP_OAUTH_JWKS_URL", "", "Its JWKS URL (default: jwks_uri from the issuer's discovery document).", _url, "http"),
     Setting("LIGHTRAG_MCP_OAUTH_AUDIENCE", "", "Audience a JWT must carry (default: LIGHTRAG_MCP_PUBLIC_URL).", _text, "http"),

@@ -19,7 +19,6 @@ from __future__ import annotations
 import collections
 import hashlib
 import hmac
-import json
 import logging
 import time
 import urllib.parse
@@ -29,11 +28,11 @@ from typing import Any
 import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.types import INVALID_REQUEST
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from config.settings import BearerToken, ConfigError, setting
+from mcp_front.http_guard import json_rpc_error
 from mcp_front.identity import CALLER_SCOPE_KEY, Caller, checked_user_id
 from protocol import RagError
 
@@ -358,16 +357,7 @@ def header_user_id(raw: str, header: str) -> str:
 
 async def forbidden(reason: str, send: Send) -> None:
     """403 with the reason as a JSON-RPC error (the SDK's clients surface its message)."""
-    error = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": f"Forbidden: {reason}"}}
-    body = json.dumps(error).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 403,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await json_rpc_error(send, 403, f"Forbidden: {reason}")
 
 
 def hash_token_command(label: str | None, token: str) -> tuple[int, str]:

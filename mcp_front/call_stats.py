@@ -14,6 +14,8 @@ from typing import Any
 from protocol import RagError
 
 RING_SIZE = 50_000
+#: Health says `degraded` while a call has timed out this recently (calls are stuck).
+STUCK_WINDOW_S = 120.0
 QUERY_TOOLS = frozenset({"lightrag_query", "lightrag_stream_query", "query_lightrag"})
 
 
@@ -61,6 +63,16 @@ class CallStats:
         return [
             r for r in self._records if r.workspace == workspace and (start is None or r.at >= start) and r.at <= end
         ]
+
+    def recent(self, outcome: str, seconds: float) -> int:
+        """How many calls of any workspace ended with `outcome` within the last `seconds`."""
+        since = time.time() - seconds
+        count = 0
+        for record in reversed(self._records):
+            if record.at < since:
+                break
+            count += record.outcome == outcome
+        return count
 
     @property
     def capacity(self) -> int:

@@ -25,24 +25,34 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server import Server
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthorizationContext, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
+from mcp.server.streamable_http import (
+    EventCallback,
+    EventId,
+    EventMessage,
+    EventStore,
+    StreamableHTTPServerTransport,
+    StreamId,
+)
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import JSONRPCMessage
 from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from config.settings import Settings
 from mcp_front.auth import FrontTokenVerifier, IdentityGate, JwksCache, JwtVerifier, SessionOwners, TokenTable
+from mcp_front.call_stats import STUCK_WINDOW_S
+from mcp_front.http_guard import BodyGuard, StrictHeaders, body_limit_bytes
 from mcp_front.restart_policy import WorkerState
 from mcp_front.startup import http_authentication_configured
+from protocol import ErrorCode
 
 if TYPE_CHECKING:
     from mcp_front.server import FrontApp
@@ -164,13 +174,20 @@ class SessionEvents(EventStore):
 
 
 class SessionManager(StreamableHTTPSessionManager):
-    """The SDK's session manager, each session with its own view of one bounded event log.
+    """The SDK's session manager, with each session's own view of one bounded event log and a
+    per-identity session limit.
 
     The SDK hands `self.event_store` to every session it opens: reading it here gives each
-    new session a fresh `SessionEvents` instead of one store shared by all sessions."""
+    new session a fresh `SessionEvents` instead of one store shared by all sessions.
 
-    def __init__(self, app: Server[Any], event_log: EventLog, **options: Any) -> None:
+    The SDK's only session limit is server-wide: one token opening 10,000 sessions locked every
+    other user out until they expired (30 min). An authenticated principal (a token, a gateway's
+    user, an OAuth subject) may hold `max_sessions_per_user`; its next session replaces its own
+    oldest, so it never reaches the server-wide limit and never locks itself out either."""
+
+    def __init__(self, app: Server[Any], event_log: EventLog, max_sessions_per_user: int, **options: Any) -> None:
         self.event_log = event_log
+        self.max_sessions_per_user = max_sessions_per_user
         super().__init__(app, **options)
 
     @property
@@ -181,25 +198,23 @@ class SessionManager(StreamableHTTPSessionManager):
     def event_store(self, value: EventStore | None) -> None:
         """The SDK's constructor assigns None here; the log set in our constructor stands."""
 
+    def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
+        if requestor is not None:
+            owned = [sid for sid, owner in self._session_owners.items() if owner == requestor]
+            for session_id in owned[: max(0, len(owned) - self.max_sessions_per_user + 1)]:
+                self._evict(session_id)
+        return super()._admit_session(requestor)
+
+    def _evict(self, session_id: str) -> None:
+        """Forget the session now (its id answers 404 at once) and end its transport soon."""
+        transport = self._server_instances.pop(session_id, None)
+        self._session_owners.pop(session_id, None)
+        log.info("closed session %s: its user opened more than %d sessions", session_id[:8], self.max_sessions_per_user)
+        if transport is not None and self._task_group is not None:
+            self._task_group.start_soon(self._discard_session, session_id, transport)
+
 
 # --- the application -----------------------------------------------------------------------
-
-
-class OriginCheck:
-    """The SDK's Host/Origin validation, before authentication: a web page on another origin is
-    refused (403) whatever credentials its browser would attach."""
-
-    def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
-        self.app = app
-        self.security = TransportSecurityMiddleware(security)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            refusal = await self.security.validate_request(Request(scope, receive), is_post=False)
-            if refusal is not None:
-                await refusal(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
 
 
 def token_verifier(settings: Settings) -> FrontTokenVerifier:
@@ -215,16 +230,22 @@ def build_http_app(settings: Settings, server: Server[Any], front: FrontApp) -> 
     """The ASGI application for `build_server`'s server and front: the MCP endpoint behind its
     checks, health, OAuth metadata."""
     security = transport_security(settings)
+    max_body = body_limit_bytes(settings.http_max_body_mb, settings.max_file_mb)
     manager = SessionManager(
-        server, EventLog(), security_settings=security, max_request_body_size=int(settings.http_max_body_mb * 2**20)
+        server,
+        EventLog(),
+        settings.http_max_sessions_per_user,
+        security_settings=security,
+        max_request_body_size=max_body,
     )
     authenticated = http_authentication_configured(settings)
-    endpoint: ASGIApp = IdentityGate(manager.asgi_app, settings.http_user_header, authenticated, SessionOwners())
+    guarded = BodyGuard(manager.asgi_app, max_body, settings.max_file_mb)
+    endpoint: ASGIApp = IdentityGate(guarded, settings.http_user_header, authenticated, SessionOwners())
     routes: list[BaseRoute] = [Route("/healthz", health_endpoint(front), methods=["GET"])]
     if authenticated:
         endpoint, metadata_routes = with_authentication(endpoint, settings)
         routes += metadata_routes
-    routes.append(Route(settings.http_path, endpoint=OriginCheck(endpoint, security)))
+    routes.append(Route(settings.http_path, endpoint=StrictHeaders(endpoint, security.allowed_hosts, security.allowed_origins)))
     return Starlette(routes=routes, lifespan=lambda _: manager.run())
 
 
@@ -249,10 +270,13 @@ def with_authentication(endpoint: ASGIApp, settings: Settings) -> tuple[ASGIApp,
 
 
 def health_endpoint(front: FrontApp) -> Any:
-    """GET /healthz for load balancers and orchestrators: the worker's state, nothing else."""
+    """GET /healthz for load balancers and orchestrators: the worker's state, and `degraded`
+    while calls are stuck (a call timed out within the last STUCK_WINDOW_S)."""
 
     async def healthz(request: Request) -> JSONResponse:
         status = HEALTH_BY_STATE.get(front.supervisor.snapshot().state, "unhealthy")
+        if status == "ok" and front.call_stats.recent(ErrorCode.PROCESSING_TIMEOUT, STUCK_WINDOW_S):
+            status = "degraded"
         return JSONResponse({"status": status}, status_code=503 if status == "unhealthy" else 200)
 
     return healthz

@@ -8,14 +8,15 @@ tool arguments, which the model writes.
 
 Over HTTP with authentication the credential names the user (`Caller`, left in the request's
 ASGI scope by the HTTP identity gate): the call's `userId`/`_meta` may repeat that user, never
-name another.
+name another.  Each credential kind is a namespace of its own unless configured as stdio's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+import unicodedata
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,9 @@ IDENTITY_SOURCES = ("param", "meta", "env", "default", "token", "gateway", "oaut
 #: The ASGI scope key under which the HTTP identity gate leaves the `Caller`.
 CALLER_SCOPE_KEY = "lightrag_mcp.caller"
 _SLUG = re.compile(r"[^a-z0-9]+")
+#: Control, format (bidi overrides, zero-width), surrogate, private-use and line/paragraph
+#: separator characters: invisible or misleading in a name, never part of a real user id.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 
 
 @dataclass(frozen=True)
@@ -78,8 +82,8 @@ def _clean_user_id(value: Any, where: str) -> str | None:
             ErrorCode.INVALID_PARAMETER,
             f"The user id in {where} must be a non-empty string of at most {MAX_USER_ID_LENGTH} characters.",
         )
-    if any(ord(ch) < 32 for ch in value):
-        raise RagError(ErrorCode.INVALID_PARAMETER, f"The user id in {where} contains control characters.")
+    if any(unicodedata.category(ch) in _HIDDEN_CATEGORIES for ch in value):
+        raise RagError(ErrorCode.INVALID_PARAMETER, f"The user id in {where} contains control or invisible characters.")
     if UNEXPANDED_PLACEHOLDER.search(value):
         # A client that forgot to fill in its template would pool every user into one workspace.
         raise RagError(
@@ -136,16 +140,26 @@ def caller_of(request: Any) -> Caller | None:
 
 
 def resolve_caller_identity(
-    user_id: str, source: str, raw_params: Mapping[str, Any] | None, meta: Mapping[str, Any] | None, default_workspace: str
+    user_id: str,
+    source: str,
+    raw_params: Mapping[str, Any] | None,
+    meta: Mapping[str, Any] | None,
+    default_workspace: str,
+    same_users: Collection[str] = ("gateway",),
 ) -> Identity:
-    """The identity of an authenticated HTTP caller; the call may repeat the user, never name another."""
+    """The identity of an authenticated HTTP caller; the call may repeat the user, never name another.
+
+    Each credential kind names people in its own namespace (`oauth:alice`, `token:alice`) unless
+    `same_users` (LIGHTRAG_MCP_HTTP_SAME_USERS) says its ids are stdio's: a claim an OAuth user
+    may choose, or a token's name, never reaches a LibreChat user's knowledge base by accident."""
     _refuse_other_users(
         _claimed_users(raw_params, meta),
         user_id,
         "The call names a different user than the one its credentials authenticate.",
         "Do not retry; a client may only act for the user its token or header names.",
     )
-    return Identity(user_id, source, workspace_for(user_id, default_workspace))
+    person = user_id if source in same_users else f"{source}:{user_id}"
+    return Identity(person, source, workspace_for(person, default_workspace))
 
 
 def _claimed_users(raw_params: Mapping[str, Any] | None, meta: Mapping[str, Any] | None) -> tuple[str | None, str | None]:

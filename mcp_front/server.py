@@ -133,7 +133,12 @@ class FrontApp:
         caller = caller_of(ctx.request)
         if caller is not None and caller.user_id is not None:
             return resolve_caller_identity(
-                caller.user_id, caller.source, ctx.params, ctx.meta, self.settings.default_workspace
+                caller.user_id,
+                caller.source,
+                ctx.params,
+                ctx.meta,
+                self.settings.default_workspace,
+                self.settings.http_same_users,
             )
         return resolve_identity(ctx.params, ctx.meta, self.settings.user_id, self.settings.default_workspace)
 
@@ -196,10 +201,13 @@ async def client_roots(ctx: ServerRequestContext[Any]) -> list[str]:
     """The client's MCP roots as local directory paths; [] when it offers none (LibreChat).
 
     VS Code offers its open workspace folders: with LIGHTRAG_MCP_ALLOWED_DIRS they bound
-    what path ingestion may read.  Only `file://` roots count.
+    what path ingestion may read.  Only `file://` roots count, and only over stdio: there the
+    client is the machine's own user, who can read those folders anyway.  An HTTP client is
+    someone else on the network, and its roots name folders of *this* host (`file:///` would
+    open the whole disk): over HTTP only the configured folders count.
     """
     capabilities = ctx.session.client_capabilities
-    if capabilities is None or capabilities.roots is None:
+    if ctx.request is not None or capabilities is None or capabilities.roots is None:
         return []
     try:
         with anyio.fail_after(ROOTS_TIMEOUT), warnings.catch_warnings():

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SUITE_ORDER = ["fuzz", "protocol", "hostile", "isolation", "faults", "soak"]
+SUITE_ORDER = ["fuzz", "protocol", "hostile", "attacks", "isolation", "faults", "soak"]
 RECOVERY_NOTE = (
     "Recovery: a dead, hung or mute worker: fault -> health ready with a new pid; a full disk or an LLM "
     "outage: cause removed -> the next upload processed. Documents acknowledged: acknowledged documents "
@@ -168,6 +168,33 @@ def fault_table(lines: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+def attack_table(lines: list[dict[str, Any]]) -> tuple[str, int]:
+    """Per hostile-client attack (issue 24): attempts, refused, accepted, server up, largest RSS;
+    and the total accepted (anything but 0 fails the report)."""
+    cases: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for line in lines:
+        if line.get("suite") == "attacks":
+            cases[str(line.get("case"))].append(line)
+    if not cases:
+        return "", 0
+    rows = [
+        "| attack | attempts | refused | accepted | server up | front / worker RSS max (MB) |",
+        "|---|---|---|---|---|---|",
+    ]
+    accepted_total = 0
+    for case, runs in cases.items():
+        counts = {key: sum(int(run.get(key) or 0) for run in runs) for key in ("attempts", "refused", "accepted")}
+        accepted_total += counts["accepted"]
+        up = "yes" if all(run.get("server_up", True) for run in runs) else "**no**"
+        front = max((float(run["front_rss_mb"]) for run in runs if "front_rss_mb" in run), default=None)
+        worker = max((float(run["worker_rss_mb"]) for run in runs if "worker_rss_mb" in run), default=None)
+        rows.append(
+            f"| {case} | {counts['attempts']:,} | {counts['refused']:,} | {counts['accepted']:,} | {up} "
+            f"| {number(front)} / {number(worker)} |"
+        )
+    return "\n".join(rows), accepted_total
+
+
 def run_pytest(results: Path, long: bool, extra: list[str]) -> int:
     env = dict(os.environ, LIGHTRAG_MCP_RELIABILITY_OUT=str(results))
     if long:
@@ -208,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     faults = fault_table(lines)
     if faults:
         parts += ["", faults, "", RECOVERY_NOTE]
+    attacks, accepted = attack_table(lines)
+    if attacks:
+        parts += ["", attacks]
     if total["skipped"]:
         parts += ["", "Skipped: " + "; ".join(total["skipped"])]
     text = "\n".join(parts)
@@ -220,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
         verdict.append(f"{total['documents_lost']} document(s) lost")
     if total["cross_user_leaks"]:
         verdict.append(f"{total['cross_user_leaks']} cross-user leak(s)")
+    if accepted:
+        verdict.append(f"{accepted} hostile request(s) accepted")
     if pytest_status:
         verdict.append(f"pytest exited {pytest_status}")
     if not lines:

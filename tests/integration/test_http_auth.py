@@ -134,7 +134,7 @@ async def test_a_person_token_serves_its_user_who_may_repeat_the_name_in_the_hea
     for headers in (bearer(ANN_TOKEN), bearer(ANN_TOKEN, "ann")):
         async with mcp_client(deployment.server.url, headers) as client:
             health = await client.health()
-            assert (health["identity_source"], health["workspace"]) == ("token", workspace_for("ann", "default"))
+            assert (health["identity_source"], health["workspace"]) == ("token", workspace_for("token:ann", "default"))
 
 
 @pytest.mark.anyio
@@ -143,7 +143,7 @@ async def test_an_oauth_jwt_serves_the_user_its_claim_names(deployment: Deployme
     token = deployment.jwt(sub="dana", algorithm=algorithm)
     async with mcp_client(deployment.server.url, bearer(token)) as client:
         health = await client.health()
-        assert (health["identity_source"], health["workspace"]) == ("oauth", workspace_for("dana", "default"))
+        assert (health["identity_source"], health["workspace"]) == ("oauth", workspace_for("oauth:dana", "default"))
 
 
 @pytest.mark.anyio
@@ -249,7 +249,7 @@ async def test_a_body_over_the_limit_answers_413_and_touches_nothing(
 ) -> None:
     server = deployment.server
     workspaces, alice_docs = server.workspaces(), await document_names(deployment, "alice")
-    body = json.dumps(insert_as_mallory(padding=9 * 2**20)).encode()  # 18 MB > LIGHTRAG_MCP_HTTP_MAX_BODY_MB=16
+    body = json.dumps(insert_as_mallory(padding=15 * 2**20)).encode()  # 30 MB > the 27.7 MB default limit
     response = httpx.post(server.url, content=body, headers={**MCP_ACCEPT, **deployment.gateway("alice"), **alice_session}, timeout=60)
     assert response.status_code == 413
     assert server.workspaces() == workspaces and await document_names(deployment, "alice") == alice_docs

@@ -173,7 +173,7 @@ def test_a_dropped_stream_is_replayed_from_last_event_id_to_its_own_session_only
 
 
 def test_the_front_refuses_a_body_over_the_limit_before_reading_it(server: HttpServer) -> None:
-    body = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "' + b"x" * (16 * 2**20) + b'"}'
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "' + b"x" * (30 * 2**20) + b'"}'
     response = httpx.post(server.url, content=body, headers=MCP_ACCEPT, timeout=60)
     assert response.status_code == 413
 

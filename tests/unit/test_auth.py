@@ -278,7 +278,9 @@ def test_a_gateway_names_the_user_in_the_header() -> None:
         ([], "must name the user"),
         (["{{LIBRECHAT_USER_ID}}"], "unexpanded placeholder"),
         (["${USER}"], "unexpanded placeholder"),
-        (["ann\tlee"], "control characters"),
+        (["ann\tlee"], "control or invisible characters"),
+        (["carol\x7f"], "control or invisible characters"),
+        (["ann\u202eeve".encode().decode("latin-1")], "control or invisible characters"),  # as it arrives: UTF-8 bytes
         (["x" * 300], "at most 256"),
         (["ann", "bob"], "more than once"),
         (["\xff\xfe"], "UTF-8"),
