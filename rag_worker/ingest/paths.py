@@ -17,6 +17,12 @@ documents, and indexing the same tree again finds the same names.
 LibreChat keeps a chat attachment as `uploads/<user>/<file_id>__<original name>`: with that
 folder as a root, a bare original name finds the attachment (the newest of that name), and
 documents are named without the `<file_id>__` prefix.
+
+Every file read by path goes through `read_file`: opened without blocking and without following
+a link, then checked to be a regular file on the open descriptor before a byte is read — a FIFO,
+a device or a socket in an allowed folder is refused instead of blocking the worker.  Messages
+never name the server's directories: a refusal echoes only (a shortened copy of) what the client
+sent.
 """
 
 from __future__ import annotations
@@ -116,9 +122,6 @@ class AllowedRoots:
                 found.append(path)
         return cls(tuple(found))
 
-    def describe(self) -> str:
-        return ", ".join(str(root) for root in self.paths) or "none"
-
     def containing(self, real: Path) -> Path | None:
         """The innermost root that contains the resolved path `real`, if any."""
         inside = [root for root in self.paths if real == root or root in real.parents]
@@ -162,19 +165,20 @@ class AllowedRoots:
                     "LIGHTRAG_MCP_ALLOWED_DIRS."
                 ),
             )
-        text = raw.strip()
-        if not text or "\x00" in text:
-            raise RagError(ErrorCode.INVALID_PARAMETER, "file_path is empty or contains a NUL character.")
+        text = _checked_path_text(raw)
         candidate = Path(text).expanduser()
         candidates = [candidate] if candidate.is_absolute() else [root / candidate for root in self.paths]
         inside_missing = False
         for path in candidates:
-            real = Path(os.path.realpath(path))
-            root = self.containing(real)
-            if root is None:
-                continue
-            if real.exists():
-                return real, root
+            try:
+                real = Path(os.path.realpath(path))
+                root = self.containing(real)
+                if root is None:
+                    continue
+                if real.exists():
+                    return real, root
+            except OSError:  # a name the file system refuses (too long, a loop): treated as absent
+                pass
             inside_missing = True
         attachment = self._attachment(text)
         if attachment is not None:
@@ -182,15 +186,37 @@ class AllowedRoots:
         if inside_missing:
             raise RagError(
                 ErrorCode.FILE_NOT_FOUND,
-                f"'{_short(text)}' does not exist inside the allowed directories ({self.describe()}).",
-                suggested_action="Check the path (relative paths are taken from each allowed directory).",
+                f"'{_short(text)}' does not exist inside the folders this server may read.",
+                suggested_action="Check the path (a relative path is taken from each folder this server may read).",
             )
         raise RagError(
             ErrorCode.FORBIDDEN,
-            f"'{_short(text)}' is outside the allowed directories; only files under {self.describe()} can be "
-            "indexed (symlinks and '..' are resolved before the check).",
-            suggested_action="Choose a path inside one of the allowed directories, or upload the file instead.",
+            f"'{_short(text)}' is outside the folders this server may read (symlinks and '..' are resolved "
+            "before the check).",
+            suggested_action="Choose a path inside a folder this server may read, or upload the file instead.",
         )
+
+
+#: Longest path and path component a client may send (Linux's PATH_MAX and NAME_MAX, in bytes).
+MAX_PATH_BYTES = 4095
+MAX_NAME_BYTES = 255
+
+
+def _checked_path_text(raw: str) -> str:
+    """The client's path, stripped; INVALID_PARAMETER when empty, with a NUL, or longer than a path may be."""
+    text = raw.strip()
+    if not text or "\x00" in text:
+        raise RagError(ErrorCode.INVALID_PARAMETER, "file_path is empty or contains a NUL character.")
+    encoded = text.encode("utf-8", "surrogateescape")
+    longest = max(len(part) for part in encoded.split(b"/"))
+    if len(encoded) > MAX_PATH_BYTES or longest > MAX_NAME_BYTES:
+        raise RagError(
+            ErrorCode.INVALID_PARAMETER,
+            f"file_path '{_short(text, 60)}' is too long: a path may have at most {MAX_PATH_BYTES} bytes and each "
+            f"of its names at most {MAX_NAME_BYTES}.",
+            suggested_action="Send a shorter path (a relative path is taken from each folder this server may read).",
+        )
+    return text
 
 
 def document_name(real: Path, root: Path) -> str:
@@ -283,24 +309,79 @@ def walk_folder(folder: Path, roots: AllowedRoots, rules: FolderRules) -> Folder
 
 
 def read_file(real: Path, max_bytes: int) -> bytes:
-    """A regular file's bytes, refusing anything that changed into a symlink or grew past the bound."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(real, flags)
-    except FileNotFoundError:
-        raise RagError(ErrorCode.FILE_NOT_FOUND, f"'{real.name}' no longer exists.") from None
-    except OSError:
-        raise RagError(ErrorCode.FORBIDDEN, f"'{real.name}' cannot be read (permissions or a symlink).") from None
+    """A regular file's bytes, refusing anything that is not (or changed into) a regular file or grew past the bound.
+
+    The one reader of client paths: `open_regular` never blocks and never follows a link, and the
+    bytes come from the very descriptor that was checked."""
+    fd = open_regular(real)
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise RagError(ErrorCode.UNSUPPORTED_FORMAT, f"'{real.name}' is not a regular file.")
-        if info.st_size > max_bytes:
-            raise _too_large(real.name, info.st_size, max_bytes)
+        size = os.fstat(handle.fileno()).st_size
+        if size > max_bytes:
+            raise _too_large(real.name, size, max_bytes)
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise _too_large(real.name, len(data), max_bytes)
     return data
+
+
+def open_regular(real: Path) -> int:
+    """A read-only descriptor of the regular file `real` (already resolved), or a `RagError`.
+
+    O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one (a
+    blocking open would hold a worker thread, and a saved job would block every new worker).
+    O_NOFOLLOW: the path was resolved, so a link there now is a swap.  The descriptor is then
+    fstat-ed: a FIFO, device, socket or folder is closed and refused."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
+    name = _short(real.name, 80)
+    try:
+        fd = os.open(real, flags)
+    except FileNotFoundError:
+        raise RagError(ErrorCode.FILE_NOT_FOUND, f"'{name}' no longer exists.") from None
+    except OSError:
+        kind = _kind_at(real)  # a socket cannot be opened at all (ENXIO): say what it is
+        if kind is not None:
+            raise _not_regular(name, kind) from None
+        raise RagError(ErrorCode.FORBIDDEN, f"'{name}' cannot be read (permissions or a symlink).") from None
+    try:
+        kind = _kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise _not_regular(name, kind)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _not_regular(name: str, kind: str) -> RagError:
+    return RagError(
+        ErrorCode.UNSUPPORTED_FORMAT,
+        f"'{name}' is {kind}, not a regular file; only regular files can be indexed.",
+        suggested_action="Name a regular file (or a folder) instead.",
+    )
+
+
+def _kind_at(path: Path) -> str | None:
+    """What the non-regular, non-link file at `path` is; None for a regular file, a link or nothing."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISLNK(mode) else _kind(mode)
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, in words; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "a special file"
 
 
 def _refusal(path: Path, roots: AllowedRoots, extensions: frozenset[str], max_bytes: int) -> str | None:
