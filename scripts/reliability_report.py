@@ -6,8 +6,9 @@ a fresh results file (tests/reliability/recorder.py appends one JSON line per me
 then prints a Markdown table per suite and in total: inputs tried, faults injected, calls
 answered / unanswered, failed calls, documents acknowledged / lost, documents stuck,
 cross-user leaks, max and median recovery time, RSS growth (front, worker), fd growth; and a
-second table per fault case. Exits non-zero when a document was lost, a user saw another
-user's data, or pytest failed.
+second table per fault case, and a third per hostile attack (attempts, refused, accepted,
+server up, largest RSS). Exits non-zero when a document was lost, a user saw another user's
+data, a hostile attempt was accepted, or pytest failed.
 
     .venv/bin/python scripts/reliability_report.py                  # the default suite
     .venv/bin/python scripts/reliability_report.py --long           # long variants (LIGHTRAG_MCP_RELIABILITY_LONG=1)
@@ -168,6 +169,30 @@ def fault_table(lines: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+def attack_table(lines: list[dict[str, Any]]) -> str:
+    """Per hostile attack (issue 24): attempts, refused, accepted, server up, largest RSS of each process."""
+    cases: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for line in lines:
+        if line.get("suite") == "hostile" and "attempts" in line:
+            cases[str(line.get("case"))].append(line)
+    if not cases:
+        return ""
+    rows = [
+        "| attack | attempts | refused | accepted | server up | max RSS front / worker (MB) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for case, runs in cases.items():
+        sums = {key: sum(int(run.get(key) or 0) for run in runs) for key in ("attempts", "refused", "accepted")}
+        up = all(bool(run.get("server_up")) for run in runs)
+        front = max((float(run.get("max_rss_front_mb") or 0) for run in runs), default=0.0)
+        worker = max((float(run.get("max_rss_worker_mb") or 0) for run in runs), default=0.0)
+        rows.append(
+            f"| {case} | {sums['attempts']} | {sums['refused']} | {sums['accepted']} | {'yes' if up else '**no**'} "
+            f"| {number(front)} / {number(worker)} |"
+        )
+    return "\n".join(rows)
+
+
 def run_pytest(results: Path, long: bool, extra: list[str]) -> int:
     env = dict(os.environ, LIGHTRAG_MCP_RELIABILITY_OUT=str(results))
     if long:
@@ -208,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     faults = fault_table(lines)
     if faults:
         parts += ["", faults, "", RECOVERY_NOTE]
+    attacks = attack_table(lines)
+    if attacks:
+        parts += ["", attacks]
     if total["skipped"]:
         parts += ["", "Skipped: " + "; ".join(total["skipped"])]
     text = "\n".join(parts)
@@ -220,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         verdict.append(f"{total['documents_lost']} document(s) lost")
     if total["cross_user_leaks"]:
         verdict.append(f"{total['cross_user_leaks']} cross-user leak(s)")
+    accepted = sum(int(line.get("accepted") or 0) for line in lines if line.get("suite") == "hostile")
+    if accepted:
+        verdict.append(f"{accepted} hostile attempt(s) accepted")
     if pytest_status:
         verdict.append(f"pytest exited {pytest_status}")
     if not lines:
