@@ -15,7 +15,7 @@ import psutil
 
 from config.settings import Settings
 from protocol import methods as m
-from protocol.context import CallContext
+from protocol.context import KNOWLEDGE_BASE_INFIX, CallContext
 from rag_worker.ingest.extracted import ExtractedDocument
 from rag_worker.ingest.formats import DocFormat
 from rag_worker.ingest.isolation import (
@@ -153,8 +153,11 @@ class RequestContext:
     async def extract(self, data: bytes, fmt: DocFormat, filename: str | None) -> ExtractedDocument:
         """The text of a file, extracted in an extractor process within this workspace's fair share of them.
 
-        The slot is waited for here, on the event loop, before a worker thread is taken."""
-        async with self.state.extraction_slots.hold(self.workspace):
+        The share is the caller's, across all its knowledge bases (a user naming ten knowledge bases
+        gets no more processes); the slot is waited for here, on the event loop, before a worker
+        thread is taken."""
+        owner = self.workspace.partition(KNOWLEDGE_BASE_INFIX)[0]
+        async with self.state.extraction_slots.hold(owner):
             return await self.run_cpu(_extract, data, fmt, filename)
 
 

@@ -1,14 +1,14 @@
-"""Fair shares of the extractor processes: one workspace's hostile files cannot starve another's upload.
+"""Fair shares of the extractor processes: one user's hostile files cannot starve another's upload.
 
 The worker has a few extractor processes (`isolation.POOL_SIZE`); a crafted file may keep one
 busy until its time limit.  Before this, the processes went to whichever call asked first, so two
 such files from one user held both for minutes and every other user's upload waited behind them.
 
-`FairSlots` hands the slots out by workspace: a workspace holds at most `per_owner` at once (one
-fewer than there are, so there is always one another workspace can take), and a freed slot goes
-to the waiting workspace that holds the fewest, first come first served among equals.  A call
-waits for its slot on the event loop, before it takes a worker thread, so waiting calls of one
-workspace never fill the thread limiter either.
+`FairSlots` hands the slots out by owner (a user's workspace, all its knowledge bases together):
+an owner holds at most `per_owner` at once (one fewer than there are, so there is always one
+another owner can take), and a freed slot goes to the waiting owner that holds the fewest, first
+come first served among equals.  A call waits for its slot on the event loop, before it takes a
+worker thread, so waiting calls of one owner never fill the thread limiter either.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class _Waiter:
 
 
 class FairSlots:
-    """`size` slots shared by owners (workspaces), each holding at most `per_owner` at once.
+    """`size` slots shared by owners (users' workspaces), each holding at most `per_owner` at once.
 
     Used from one event loop only (the worker's), so no lock is needed."""
 
