@@ -9,7 +9,8 @@ the bystander's upload is sent:
 
 - `quiet`: bob's upload alone (what it costs on a fresh server: opening his workspace, indexing);
 - `fifo`: user mallory sends `lightrag_batch_process` with 5 file items naming FIFOs in an allowed
-  folder; 0.5 s later user bob uploads a 50-byte Markdown note;
+  folder, all 5 prepared at once (`max_concurrent: 5`); 0.5 s later user bob uploads a 50-byte
+  Markdown note;
 - `tiff`: mallory uploads two 5.4 MB TIFFs of 100,000 one-pixel pages each, at once; 0.5 s later
   bob uploads the note.
 
@@ -92,7 +93,8 @@ async def scenario(
 
 def fifo_calls(client: Client) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
     items = [{"item_type": "file", "content": f"pipe-{number}.md"} for number in range(FIFOS)]
-    return [(f"mallory: batch of {FIFOS} FIFOs", lambda: client.call_as("mallory", "lightrag_batch_process", {"items": items}))]
+    arguments = {"items": items, "batch_options": {"max_concurrent": FIFOS}}  # all at once: the attacker's choice
+    return [(f"mallory: batch of {FIFOS} FIFOs", lambda: client.call_as("mallory", "lightrag_batch_process", arguments))]
 
 
 def tiff_calls(client: Client) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:

@@ -18,11 +18,10 @@ LibreChat keeps a chat attachment as `uploads/<user>/<file_id>__<original name>`
 folder as a root, a bare original name finds the attachment (the newest of that name), and
 documents are named without the `<file_id>__` prefix.
 
-Every file read by path goes through `read_file`: opened without blocking and without following
-a link, then checked to be a regular file on the open descriptor before a byte is read — a FIFO,
-a device or a socket in an allowed folder is refused instead of blocking the worker.  Messages
-never name the server's directories: a refusal echoes only (a shortened copy of) what the client
-sent.
+Every file read by path goes through `regular_files.read_file` (a `.gitignore` through its
+`open_regular`), so a FIFO, a device or a socket in an allowed folder is refused instead of
+blocking the worker.  Messages never name the server's directories: a refusal echoes only (a
+shortened copy of) what the client sent.
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ import pathspec
 from protocol import ErrorCode, RagError
 
 from .formats import extension_of, supported_extensions
+from .regular_files import open_regular, short
 from .validation import format_size
 
 # Folders and files a code or documents tree carries that are not worth indexing.
@@ -77,6 +77,12 @@ DEFAULT_SKIPS = (
     ".DS_Store",
 )
 
+
+#: Longest path and path component a client may send (Linux's PATH_MAX and NAME_MAX, in bytes).
+MAX_PATH_BYTES = 4095
+MAX_NAME_BYTES = 255
+#: The most of one `.gitignore` a walk reads.
+MAX_GITIGNORE_BYTES = 1 << 20
 
 #: What a configured allowed directory holds where the caller's user id goes.
 USER_PLACEHOLDER = "{user}"
@@ -186,20 +192,15 @@ class AllowedRoots:
         if inside_missing:
             raise RagError(
                 ErrorCode.FILE_NOT_FOUND,
-                f"'{_short(text)}' does not exist inside the folders this server may read.",
+                f"'{short(text)}' does not exist inside the folders this server may read.",
                 suggested_action="Check the path (a relative path is taken from each folder this server may read).",
             )
         raise RagError(
             ErrorCode.FORBIDDEN,
-            f"'{_short(text)}' is outside the folders this server may read (symlinks and '..' are resolved "
+            f"'{short(text)}' is outside the folders this server may read (symlinks and '..' are resolved "
             "before the check).",
             suggested_action="Choose a path inside a folder this server may read, or upload the file instead.",
         )
-
-
-#: Longest path and path component a client may send (Linux's PATH_MAX and NAME_MAX, in bytes).
-MAX_PATH_BYTES = 4095
-MAX_NAME_BYTES = 255
 
 
 def _checked_path_text(raw: str) -> str:
@@ -212,7 +213,7 @@ def _checked_path_text(raw: str) -> str:
     if len(encoded) > MAX_PATH_BYTES or longest > MAX_NAME_BYTES:
         raise RagError(
             ErrorCode.INVALID_PARAMETER,
-            f"file_path '{_short(text, 60)}' is too long: a path may have at most {MAX_PATH_BYTES} bytes and each "
+            f"file_path '{short(text, 60)}' is too long: a path may have at most {MAX_PATH_BYTES} bytes and each "
             f"of its names at most {MAX_NAME_BYTES}.",
             suggested_action="Send a shorter path (a relative path is taken from each folder this server may read).",
         )
@@ -308,82 +309,6 @@ def walk_folder(folder: Path, roots: AllowedRoots, rules: FolderRules) -> Folder
     return listing
 
 
-def read_file(real: Path, max_bytes: int) -> bytes:
-    """A regular file's bytes, refusing anything that is not (or changed into) a regular file or grew past the bound.
-
-    The one reader of client paths: `open_regular` never blocks and never follows a link, and the
-    bytes come from the very descriptor that was checked."""
-    fd = open_regular(real)
-    with os.fdopen(fd, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size > max_bytes:
-            raise _too_large(real.name, size, max_bytes)
-        data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise _too_large(real.name, len(data), max_bytes)
-    return data
-
-
-def open_regular(real: Path) -> int:
-    """A read-only descriptor of the regular file `real` (already resolved), or a `RagError`.
-
-    O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one (a
-    blocking open would hold a worker thread, and a saved job would block every new worker).
-    O_NOFOLLOW: the path was resolved, so a link there now is a swap.  The descriptor is then
-    fstat-ed: a FIFO, device, socket or folder is closed and refused."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
-    name = _short(real.name, 80)
-    try:
-        fd = os.open(real, flags)
-    except FileNotFoundError:
-        raise RagError(ErrorCode.FILE_NOT_FOUND, f"'{name}' no longer exists.") from None
-    except OSError:
-        kind = _kind_at(real)  # a socket cannot be opened at all (ENXIO): say what it is
-        if kind is not None:
-            raise _not_regular(name, kind) from None
-        raise RagError(ErrorCode.FORBIDDEN, f"'{name}' cannot be read (permissions or a symlink).") from None
-    try:
-        kind = _kind(os.fstat(fd).st_mode)
-        if kind is not None:
-            raise _not_regular(name, kind)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _not_regular(name: str, kind: str) -> RagError:
-    return RagError(
-        ErrorCode.UNSUPPORTED_FORMAT,
-        f"'{name}' is {kind}, not a regular file; only regular files can be indexed.",
-        suggested_action="Name a regular file (or a folder) instead.",
-    )
-
-
-def _kind_at(path: Path) -> str | None:
-    """What the non-regular, non-link file at `path` is; None for a regular file, a link or nothing."""
-    try:
-        mode = os.lstat(path).st_mode
-    except OSError:
-        return None
-    return None if stat.S_ISLNK(mode) else _kind(mode)
-
-
-def _kind(mode: int) -> str | None:
-    """What a non-regular file is, in words; None for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    return "a special file"
-
-
 def _refusal(path: Path, roots: AllowedRoots, extensions: frozenset[str], max_bytes: int) -> str | None:
     """Why a file in a walk is not indexed, or None."""
     real = Path(os.path.realpath(path))
@@ -405,24 +330,14 @@ def _refusal(path: Path, roots: AllowedRoots, extensions: frozenset[str], max_by
 
 
 def _read_gitignore(path: Path) -> pathspec.GitIgnoreSpec:
+    """A folder's `.gitignore` rules; none when it is not a readable regular file (a FIFO must not block the walk)."""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[:5000]
-    except OSError:
+        with os.fdopen(open_regular(path), "rb") as handle:
+            lines = handle.read(MAX_GITIGNORE_BYTES).decode("utf-8", "replace").splitlines()[:5000]
+    except (RagError, OSError):
         lines = []
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def _inside(path: Path, folder: Path) -> str:
     return path.relative_to(folder).as_posix()
-
-
-def _too_large(name: str, size: int, max_bytes: int) -> RagError:
-    return RagError(
-        ErrorCode.FILE_TOO_LARGE,
-        f"'{name}' is {format_size(size)}, over the {format_size(max_bytes)} limit (LIGHTRAG_MCP_MAX_FILE_MB).",
-        suggested_action="Split the file, or ask the administrator to raise LIGHTRAG_MCP_MAX_FILE_MB.",
-    )
-
-
-def _short(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"

@@ -33,7 +33,8 @@ from rag_worker.ingest.detection import detect_format
 from rag_worker.ingest.formats import FORMATS, DocFormat
 from rag_worker.ingest.metadata import validate_metadata
 from rag_worker.ingest.normalize import normalize_text
-from rag_worker.ingest.paths import AllowedRoots, document_name, read_file
+from rag_worker.ingest.paths import AllowedRoots, document_name
+from rag_worker.ingest.regular_files import read_file
 from rag_worker.ingest.urls import UrlPolicy, fetch_url
 from rag_worker.ingest.validation import BYTES_PER_MB, sanitize_filename
 from rag_worker.operations.changes import announce_documents_changed

@@ -81,7 +81,7 @@ async def test_a_batch_of_fifos_fails_its_items_while_another_users_upload_answe
         await client.wait_ready()
 
         async def hostile_batch() -> None:
-            answers["batch"] = await client.call_as("mallory", "lightrag_batch_process", {"items": items})
+            answers["batch"] = await client.call_as("mallory", "lightrag_batch_process", {"items": items, "batch_options": {"max_concurrent": 10}})
 
         async def small_upload() -> None:
             answers["upload"] = await client.call_as("bob", "upload_to_lightrag", upload_args("note.md", NOTE.encode()))
@@ -110,7 +110,7 @@ async def test_a_folder_walk_skips_fifos_devices_and_sockets(home: Path, hostile
 
 async def test_a_saved_job_naming_fifos_resumes_without_blocking_the_new_worker(home: Path, hostile: Path) -> None:
     """A job an earlier worker saved (as the unfixed worker did before blocking on its first FIFO)."""
-    job = Job.new("batch", "default", {"max_concurrent": 3}, [], [
+    job = Job.new("batch", "default", {"max_concurrent": 5}, [], [
         JobItem(number, "file", f"pipe-{number}.md") for number in range(5)
     ])
     job.status = "processing"

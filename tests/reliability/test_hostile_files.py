@@ -160,7 +160,7 @@ async def concurrently(*calls: Callable[[], Awaitable[Any]]) -> list[Any]:
 
 
 async def test_hostile_files_paths_and_names_are_refused_and_counted(home: Path, allowed: Path) -> None:
-    saved = Job.new("batch", "default", {"max_concurrent": 3}, [], [
+    saved = Job.new("batch", "default", {"max_concurrent": 5}, [], [
         JobItem(number, "file", f"pipe-{number}.md") for number in range(FIFOS)
     ])
     saved.status = "processing"  # what a worker that blocked on its first FIFO left behind
@@ -179,7 +179,7 @@ async def test_hostile_files_paths_and_names_are_refused_and_counted(home: Path,
         async with attack(client, f"batch of {FIFOS} FIFOs + another user's 50-byte upload") as counts:
             items = [{"item_type": "file", "content": f"pipe-{number}.md"} for number in range(FIFOS)]
             batch, small = await concurrently(
-                lambda: client.call_as("mallory", "lightrag_batch_process", {"items": items}),
+                lambda: client.call_as("mallory", "lightrag_batch_process", {"items": items, "batch_options": {"max_concurrent": 10}}),
                 lambda: client.call_as("bob", "upload_to_lightrag", upload("note.md", NOTE.encode())),
             )
             results = (batch.structured_content or {}).get("results") or []

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from protocol import ErrorCode, RagError
-from rag_worker.ingest.paths import AllowedRoots, FolderRules, document_name, read_file, walk_folder
+from rag_worker.ingest.paths import AllowedRoots, FolderRules, document_name, walk_folder
+from rag_worker.ingest.regular_files import read_file
 
 
 @pytest.fixture
@@ -197,6 +198,12 @@ def test_a_walk_skips_fifos_devices_and_sockets(tree: Path) -> None:
     reasons = dict(listing.skipped)
     assert reasons["pipe.md"] == reasons["zero.md"] == "not a regular file"
     assert not any(path.name in {"pipe.md", "zero.md"} for path in listing.files)
+
+
+def test_a_fifo_named_gitignore_does_not_block_the_walk(tree: Path) -> None:
+    os.mkfifo(tree / "data" / "proj" / "src" / ".gitignore")  # read blocking, this would wait for a writer
+    listing = walk_folder(tree / "data" / "proj", roots(tree), FolderRules())
+    assert tree / "data" / "proj" / "src" / "app.py" in listing.files
 
 
 def test_a_symlink_to_a_device_outside_the_roots_is_forbidden(tree: Path) -> None:
