@@ -226,6 +226,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LIGHTRAG_MCP_RATE_LIMIT_PER_MINUTE", "0", "Tool calls per workspace per minute (0 = unlimited).", _int(0, 10**7), "limits"),
     Setting("LIGHTRAG_MCP_MAX_DOCUMENTS", "0", "Documents per workspace (0 = unlimited).", _int(0, 10**9), "limits"),
     Setting("LIGHTRAG_MCP_MAX_STORAGE_MB", "0", "Stored document bytes per workspace, in MB (0 = unlimited).", _float(0, 10**9), "limits"),
+    Setting("LIGHTRAG_MCP_MAX_KNOWLEDGE_BASES", "50", "Named knowledge bases (the tools' `workspace` argument) each user may create (0 = unlimited). Only a writing call creates one; a read-only call naming an unknown one is refused.", _int(0, 10**6), "limits"),
     Setting("LIGHTRAG_MCP_TRANSPORT", "stdio", "stdio (one client, the default) or http (Streamable HTTP for many users; `--transport` overrides).", _choice("stdio", "http"), "http"),
     Setting("LIGHTRAG_MCP_HTTP_HOST", "127.0.0.1", "Address the HTTP transport binds; anything but loopback needs LIGHTRAG_MCP_HTTP_TOKENS or LIGHTRAG_MCP_OAUTH_ISSUER.", _text, "http"),
     Setting("LIGHTRAG_MCP_HTTP_PORT", "8765", "Port of the HTTP transport.", _int(1, 65535), "http"),

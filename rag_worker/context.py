@@ -15,8 +15,17 @@ import psutil
 
 from config.settings import Settings
 from protocol import methods as m
-from protocol.context import CallContext
-from rag_worker.ingest.isolation import shutdown_extractors
+from protocol.context import KNOWLEDGE_BASE_INFIX, CallContext
+from rag_worker.ingest.extracted import ExtractedDocument
+from rag_worker.ingest.formats import DocFormat
+from rag_worker.ingest.isolation import (
+    EXTRACTION_TIMEOUT_S,
+    PER_WORKSPACE,
+    POOL_SIZE,
+    extract_isolated,
+    shutdown_extractors,
+)
+from rag_worker.ingest.scheduling import FairSlots
 from rag_worker.operations.job_runner import BatchRunner
 from rag_worker.storage.engine import EngineRegistry
 
@@ -43,6 +52,7 @@ class WorkerRuntime:
     requests_served: int = 0
     requests_cancelled: int = 0
     lightrag_version: str = "unknown"
+    extraction_slots: FairSlots = field(default_factory=lambda: FairSlots(POOL_SIZE, PER_WORKSPACE))
     engines: EngineRegistry = field(init=False)
     batches: BatchRunner = field(init=False)
 
@@ -139,3 +149,17 @@ class RequestContext:
     async def run_cpu(self, func: Callable[..., T], *args: Any) -> T:
         """Run CPU-bound work in a worker thread under the worker's own limiter."""
         return await anyio.to_thread.run_sync(func, *args, limiter=self.state.limiter, abandon_on_cancel=True)
+
+    async def extract(self, data: bytes, fmt: DocFormat, filename: str | None) -> ExtractedDocument:
+        """The text of a file, extracted in an extractor process within this workspace's fair share of them.
+
+        The share is the caller's, across all its knowledge bases (a user naming ten knowledge bases
+        gets no more processes); the slot is waited for here, on the event loop, before a worker
+        thread is taken."""
+        owner = self.workspace.partition(KNOWLEDGE_BASE_INFIX)[0]
+        async with self.state.extraction_slots.hold(owner):
+            return await self.run_cpu(_extract, data, fmt, filename)
+
+
+def _extract(data: bytes, fmt: DocFormat, filename: str | None) -> ExtractedDocument:
+    return extract_isolated(data, fmt, filename=filename, timeout=EXTRACTION_TIMEOUT_S)

@@ -5,7 +5,8 @@ every handler module, so its `HANDLERS` is the whole registry.  Control methods 
 context; tool methods get the caller's context from the envelope, their arguments with the
 spec's defaults filled in (scripts call the worker without the front), storage failures mapped
 to STORAGE_ERROR, and (when the method changes the knowledge base) an entry in the workspace's
-audit log.
+audit log.  A named knowledge base that does not exist is created only by a method that changes
+the knowledge base (up to LIGHTRAG_MCP_MAX_KNOWLEDGE_BASES); any other call naming one is refused.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import anyio
+
 from config.logs import correlation_id
 from protocol import ErrorCode, MethodSpec, RagError, Request
 from protocol import methods as m
 from rag_worker.context import RequestContext, WorkerRuntime
 from rag_worker.operations.audit import record_call
 from rag_worker.storage.errors import with_storage_errors
-from rag_worker.storage.knowledge_bases import record_knowledge_base
+from rag_worker.storage.knowledge_bases import check_knowledge_base, record_knowledge_base
 
 Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[Any]]
 
@@ -62,7 +65,13 @@ async def dispatch(state: WorkerRuntime, handlers: Mapping[str, Handler], reques
         return await handler(RequestContext.control(state, request.id), request.params)
     context = RequestContext.from_envelope(state, request.id, request.params.get("context"))
     correlation_id.set(context.correlation_id)
-    record_knowledge_base(state.settings.data_dir, context.call)
+    settings = state.settings
+    await anyio.to_thread.run_sync(  # a read-only call never creates a knowledge base
+        lambda: check_knowledge_base(
+            settings.data_dir, context.call, creates=spec.mutates, max_count=settings.max_knowledge_bases
+        )
+    )
+    record_knowledge_base(settings.data_dir, context.call)
     arguments = request.params.get("arguments")
     if not isinstance(arguments, dict):
         raise RagError(ErrorCode.INVALID_PARAMETER, "The call has no arguments object.")

@@ -6,8 +6,9 @@ a fresh results file (tests/reliability/recorder.py appends one JSON line per me
 then prints a Markdown table per suite and in total: inputs tried, faults injected, calls
 answered / unanswered, failed calls, documents acknowledged / lost, documents stuck,
 cross-user leaks, max and median recovery time, RSS growth (front, worker), fd growth; and a
-second table per fault case. Exits non-zero when a document was lost, a user saw another
-user's data, or pytest failed.
+second table per fault case, and a third per hostile attack (attempts, refused, accepted,
+server up, largest RSS). Exits non-zero when a document was lost, a user saw another user's
+data, a hostile attempt was accepted, or pytest failed.
 
     .venv/bin/python scripts/reliability_report.py                  # the default suite
     .venv/bin/python scripts/reliability_report.py --long           # long variants (LIGHTRAG_MCP_RELIABILITY_LONG=1)
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SUITE_ORDER = ["fuzz", "protocol", "hostile", "attacks", "isolation", "faults", "soak"]
+SUITE_ORDER = ["fuzz", "protocol", "hostile", "isolation", "faults", "soak"]
 RECOVERY_NOTE = (
     "Recovery: a dead, hung or mute worker: fault -> health ready with a new pid; a full disk or an LLM "
     "outage: cause removed -> the next upload processed. Documents acknowledged: acknowledged documents "
@@ -168,31 +169,28 @@ def fault_table(lines: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
-def attack_table(lines: list[dict[str, Any]]) -> tuple[str, int]:
-    """Per hostile-client attack (issue 24): attempts, refused, accepted, server up, largest RSS;
-    and the total accepted (anything but 0 fails the report)."""
+def attack_table(lines: list[dict[str, Any]]) -> str:
+    """Per hostile attack (issue 24): attempts, refused, accepted, server up, largest RSS of each process."""
     cases: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for line in lines:
-        if line.get("suite") == "attacks":
+        if line.get("suite") == "hostile" and "attempts" in line:
             cases[str(line.get("case"))].append(line)
     if not cases:
-        return "", 0
+        return ""
     rows = [
-        "| attack | attempts | refused | accepted | server up | front / worker RSS max (MB) |",
+        "| attack | attempts | refused | accepted | server up | max RSS front / worker (MB) |",
         "|---|---|---|---|---|---|",
     ]
-    accepted_total = 0
     for case, runs in cases.items():
-        counts = {key: sum(int(run.get(key) or 0) for run in runs) for key in ("attempts", "refused", "accepted")}
-        accepted_total += counts["accepted"]
-        up = "yes" if all(run.get("server_up", True) for run in runs) else "**no**"
-        front = max((float(run["front_rss_mb"]) for run in runs if "front_rss_mb" in run), default=None)
-        worker = max((float(run["worker_rss_mb"]) for run in runs if "worker_rss_mb" in run), default=None)
+        sums = {key: sum(int(run.get(key) or 0) for run in runs) for key in ("attempts", "refused", "accepted")}
+        up = all(bool(run.get("server_up")) for run in runs)
+        front = max((float(run.get("max_rss_front_mb") or 0) for run in runs), default=0.0)
+        worker = max((float(run.get("max_rss_worker_mb") or 0) for run in runs), default=0.0)
         rows.append(
-            f"| {case} | {counts['attempts']:,} | {counts['refused']:,} | {counts['accepted']:,} | {up} "
+            f"| {case} | {sums['attempts']} | {sums['refused']} | {sums['accepted']} | {'yes' if up else '**no**'} "
             f"| {number(front)} / {number(worker)} |"
         )
-    return "\n".join(rows), accepted_total
+    return "\n".join(rows)
 
 
 def run_pytest(results: Path, long: bool, extra: list[str]) -> int:
@@ -235,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     faults = fault_table(lines)
     if faults:
         parts += ["", faults, "", RECOVERY_NOTE]
-    attacks, accepted = attack_table(lines)
+    attacks = attack_table(lines)
     if attacks:
         parts += ["", attacks]
     if total["skipped"]:
@@ -250,8 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         verdict.append(f"{total['documents_lost']} document(s) lost")
     if total["cross_user_leaks"]:
         verdict.append(f"{total['cross_user_leaks']} cross-user leak(s)")
+    accepted = sum(int(line.get("accepted") or 0) for line in lines if line.get("suite") == "hostile")
     if accepted:
-        verdict.append(f"{accepted} hostile request(s) accepted")
+        verdict.append(f"{accepted} hostile attempt(s) accepted")
     if pytest_status:
         verdict.append(f"pytest exited {pytest_status}")
     if not lines:

@@ -12,9 +12,7 @@ from protocol import methods as m
 from rag_worker.context import RequestContext
 from rag_worker.dispatch import handles
 from rag_worker.ingest.detection import detect_format
-from rag_worker.ingest.extracted import ExtractedDocument
 from rag_worker.ingest.formats import FORMATS, DocFormat, normalize_mime
-from rag_worker.ingest.isolation import EXTRACTION_TIMEOUT_S, extract_isolated
 from rag_worker.ingest.metadata import validate_metadata
 from rag_worker.ingest.paths import AllowedRoots, FolderRules, document_name, walk_folder
 from rag_worker.ingest.validation import BYTES_PER_MB, data_url_mime, decode_base64, sanitize_filename
@@ -34,20 +32,14 @@ FOLDER_CONCURRENCY = 2  # files read and parsed at once in a folder run (LightRA
 CANCEL_WAIT_S = 10.0
 
 
-def _decode_and_extract(
+def _decode_and_detect(
     content: str, filename: str, declared: str | None, max_bytes: int
-) -> tuple[DocFormat, int, str, ExtractedDocument, dict[str, float]]:
-    """Decode and identify the upload here (cheap, bounded); parse it in an extractor process.
+) -> tuple[DocFormat, bytes, str]:
+    """Decode and identify the upload (cheap, bounded): its format, bytes and SHA-256 (with the name, its identity).
 
-    Returns the format, the size and SHA-256 of the bytes (with the name, the document's identity),
-    the extracted document and timings."""
-    started = time.perf_counter()
+    Its parsing is `RequestContext.extract`'s, in an extractor process."""
     data = decode_base64(content, max_bytes)
-    fmt = detect_format(data, filename, declared)
-    decoded = time.perf_counter()
-    extracted = extract_isolated(data, fmt, filename=filename, timeout=EXTRACTION_TIMEOUT_S)
-    timings = {"decode_s": round(decoded - started, 4), "extract_s": round(time.perf_counter() - decoded, 4)}
-    return fmt, len(data), hashlib.sha256(data).hexdigest(), extracted, timings
+    return detect_format(data, filename, declared), data, hashlib.sha256(data).hexdigest()
 
 
 def _stored_mime(fmt: DocFormat, declared: str | None) -> str:
@@ -69,14 +61,16 @@ async def upload(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     metadata = validate_metadata(args.get("metadata"))
     declared = args.get("mimeType") or data_url_mime(args["content"])
     max_bytes = int(ctx.state.settings.max_file_mb * BYTES_PER_MB)
-    fmt, size, digest, extracted, timings = await ctx.run_cpu(
-        _decode_and_extract, args["content"], filename, declared, max_bytes
-    )
+    started = time.perf_counter()
+    fmt, data, digest = await ctx.run_cpu(_decode_and_detect, args["content"], filename, declared, max_bytes)
+    decoded = time.perf_counter()
+    extracted = await ctx.extract(data, fmt, filename)
+    timings = {"decode_s": round(decoded - started, 4), "extract_s": round(time.perf_counter() - decoded, 4)}
     source = SourceDocument.from_extracted(
         filename,
         extracted,
         mime_type=_stored_mime(fmt, declared),
-        size_bytes=size,
+        size_bytes=len(data),
         metadata=metadata,
         source_sha256=digest,
     )
@@ -112,7 +106,7 @@ async def insert_file(ctx: RequestContext, args: dict[str, Any]) -> dict[str, An
     }
     metadata = validate_metadata(args.get("metadata"))
     extensions = [ext.lower().lstrip(".") for ext in validation.get("allowed_extensions") or []]
-    if real.is_file():
+    if not real.is_dir():  # a file, or something that is not: `read_file` refuses FIFOs, devices, sockets
         if extensions and real.suffix.lower().lstrip(".") not in extensions:
             raise RagError(
                 ErrorCode.UNSUPPORTED_FORMAT,

@@ -12,11 +12,12 @@ import warnings
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode, RagError
+from protocol.errors import RagError
 
 from .extracted import DocumentBuilder, ExtractedDocument
 from .failures import Failure, refuse
 from .ocr import OCR_OFF_ADVICE, OcrBudget, OcrOptions, check_pixels, ocr_image, page_warnings
+from .page_counts import tiff_page_count, too_many_pages
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -81,14 +82,14 @@ def extract_image(data: bytes, *, ocr: OcrOptions, max_pages: int) -> ExtractedD
         raise refuse(Failure.OCR_OFF, IMAGE_OCR_OFF_MESSAGE)
     from PIL import ImageSequence
 
+    # Pages counted from the TIFF's directory chain, bounded: Pillow's n_frames parses every page.
+    pages = tiff_page_count(data, max_pages)
+    if pages > max_pages:
+        raise too_many_pages("image", pages, max_pages, counted_to_limit=True)
     image = _open_image(data)
-    frames = int(getattr(image, "n_frames", 1) or 1)
+    frames = int(getattr(image, "n_frames", 1) or 1)  # now bounded: a TIFF's chain was counted above
     if frames > max_pages:
-        raise RagError(
-            ErrorCode.FILE_TOO_LARGE,
-            f"The image has {frames:,} pages; at most {max_pages:,} can be indexed. Split it into smaller files.",
-            details={"pages": frames, "max_pages": max_pages},
-        )
+        raise too_many_pages("image", frames, max_pages)
     budget = OcrBudget(ocr)
     builder = DocumentBuilder()
     read: list[int] = []

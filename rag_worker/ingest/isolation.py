@@ -33,10 +33,14 @@ from .extracted import DEFAULT_MAX_PAGES, ExtractedDocument
 from .extractor_process import READY, Job, serve
 from .formats import DocFormat
 from .ocr import OcrOptions, ocr_options_from_env
+from .page_counts import check_page_bound
 
 logger = logging.getLogger(__name__)
 
-POOL_SIZE = 2
+# Three processes, one workspace holding at most two (`scheduling.FairSlots`): a user's folder run
+# parses two files at once and another user's upload still finds a free process.
+POOL_SIZE = 3
+PER_WORKSPACE = POOL_SIZE - 1
 EXTRACTION_TIMEOUT_S = 120.0  # how long one file's extraction may run before its process is killed
 JOBS_PER_PROCESS = 50
 # Address space, not RSS: OCR (onnxruntime + OpenCV, loaded on the first scanned page) maps
@@ -248,9 +252,11 @@ def extract_isolated(
     `OCR_TIME_SHARE` of `timeout`.  Blocking: call it from a worker thread (`ctx.run_cpu`).  `extractor` replaces
     `extract_document` (a module-level function, called as `extractor(data, fmt,
     filename=…, max_pages=…)`); tests use it to inject a parser that hangs or crashes.
-    Raises the child's `RagError` unchanged, and `EXTRACTION_FAILED` when the time runs
-    out or the process dies.
+    Raises the child's `RagError` unchanged, `FILE_TOO_LARGE` without starting the child when the
+    file's structure declares more than `max_pages` pages, and `EXTRACTION_FAILED` when the time
+    runs out or the process dies.
     """
+    check_page_bound(data, fmt, max_pages)  # before the file takes a process: counting is cheap, decoding is not
     log_level = logging.getLogger().getEffectiveLevel()
     if ocr is None:
         ocr = ocr_options_from_env(budget_s=timeout * OCR_TIME_SHARE)

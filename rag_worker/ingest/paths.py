@@ -17,6 +17,11 @@ documents, and indexing the same tree again finds the same names.
 LibreChat keeps a chat attachment as `uploads/<user>/<file_id>__<original name>`: with that
 folder as a root, a bare original name finds the attachment (the newest of that name), and
 documents are named without the `<file_id>__` prefix.
+
+Every file read by path goes through `regular_files.read_file` (a `.gitignore` through its
+`open_regular`), so a FIFO, a device or a socket in an allowed folder is refused instead of
+blocking the worker.  Messages never name the server's directories: a refusal echoes only (a
+shortened copy of) what the client sent.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import pathspec
 from protocol import ErrorCode, RagError
 
 from .formats import extension_of, supported_extensions
+from .regular_files import open_regular, short
 from .validation import format_size
 
 # Folders and files a code or documents tree carries that are not worth indexing.
@@ -71,6 +77,12 @@ DEFAULT_SKIPS = (
     ".DS_Store",
 )
 
+
+#: Longest path and path component a client may send (Linux's PATH_MAX and NAME_MAX, in bytes).
+MAX_PATH_BYTES = 4095
+MAX_NAME_BYTES = 255
+#: The most of one `.gitignore` a walk reads.
+MAX_GITIGNORE_BYTES = 1 << 20
 
 #: What a configured allowed directory holds where the caller's user id goes.
 USER_PLACEHOLDER = "{user}"
@@ -116,9 +128,6 @@ class AllowedRoots:
                 found.append(path)
         return cls(tuple(found))
 
-    def describe(self) -> str:
-        return ", ".join(str(root) for root in self.paths) or "none"
-
     def containing(self, real: Path) -> Path | None:
         """The innermost root that contains the resolved path `real`, if any."""
         inside = [root for root in self.paths if real == root or root in real.parents]
@@ -162,19 +171,20 @@ class AllowedRoots:
                     "LIGHTRAG_MCP_ALLOWED_DIRS."
                 ),
             )
-        text = raw.strip()
-        if not text or "\x00" in text:
-            raise RagError(ErrorCode.INVALID_PARAMETER, "file_path is empty or contains a NUL character.")
+        text = _checked_path_text(raw)
         candidate = Path(text).expanduser()
         candidates = [candidate] if candidate.is_absolute() else [root / candidate for root in self.paths]
         inside_missing = False
         for path in candidates:
-            real = Path(os.path.realpath(path))
-            root = self.containing(real)
-            if root is None:
-                continue
-            if real.exists():
-                return real, root
+            try:
+                real = Path(os.path.realpath(path))
+                root = self.containing(real)
+                if root is None:
+                    continue
+                if real.exists():
+                    return real, root
+            except OSError:  # a name the file system refuses (too long, a loop): treated as absent
+                pass
             inside_missing = True
         attachment = self._attachment(text)
         if attachment is not None:
@@ -182,15 +192,32 @@ class AllowedRoots:
         if inside_missing:
             raise RagError(
                 ErrorCode.FILE_NOT_FOUND,
-                f"'{_short(text)}' does not exist inside the allowed directories ({self.describe()}).",
-                suggested_action="Check the path (relative paths are taken from each allowed directory).",
+                f"'{short(text)}' does not exist inside the folders this server may read.",
+                suggested_action="Check the path (a relative path is taken from each folder this server may read).",
             )
         raise RagError(
             ErrorCode.FORBIDDEN,
-            f"'{_short(text)}' is outside the allowed directories; only files under {self.describe()} can be "
-            "indexed (symlinks and '..' are resolved before the check).",
-            suggested_action="Choose a path inside one of the allowed directories, or upload the file instead.",
+            f"'{short(text)}' is outside the folders this server may read (symlinks and '..' are resolved "
+            "before the check).",
+            suggested_action="Choose a path inside a folder this server may read, or upload the file instead.",
         )
+
+
+def _checked_path_text(raw: str) -> str:
+    """The client's path, stripped; INVALID_PARAMETER when empty, with a NUL, or longer than a path may be."""
+    text = raw.strip()
+    if not text or "\x00" in text:
+        raise RagError(ErrorCode.INVALID_PARAMETER, "file_path is empty or contains a NUL character.")
+    encoded = text.encode("utf-8", "surrogateescape")
+    longest = max(len(part) for part in encoded.split(b"/"))
+    if len(encoded) > MAX_PATH_BYTES or longest > MAX_NAME_BYTES:
+        raise RagError(
+            ErrorCode.INVALID_PARAMETER,
+            f"file_path '{short(text, 60)}' is too long: a path may have at most {MAX_PATH_BYTES} bytes and each "
+            f"of its names at most {MAX_NAME_BYTES}.",
+            suggested_action="Send a shorter path (a relative path is taken from each folder this server may read).",
+        )
+    return text
 
 
 def document_name(real: Path, root: Path) -> str:
@@ -282,27 +309,6 @@ def walk_folder(folder: Path, roots: AllowedRoots, rules: FolderRules) -> Folder
     return listing
 
 
-def read_file(real: Path, max_bytes: int) -> bytes:
-    """A regular file's bytes, refusing anything that changed into a symlink or grew past the bound."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(real, flags)
-    except FileNotFoundError:
-        raise RagError(ErrorCode.FILE_NOT_FOUND, f"'{real.name}' no longer exists.") from None
-    except OSError:
-        raise RagError(ErrorCode.FORBIDDEN, f"'{real.name}' cannot be read (permissions or a symlink).") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise RagError(ErrorCode.UNSUPPORTED_FORMAT, f"'{real.name}' is not a regular file.")
-        if info.st_size > max_bytes:
-            raise _too_large(real.name, info.st_size, max_bytes)
-        data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise _too_large(real.name, len(data), max_bytes)
-    return data
-
-
 def _refusal(path: Path, roots: AllowedRoots, extensions: frozenset[str], max_bytes: int) -> str | None:
     """Why a file in a walk is not indexed, or None."""
     real = Path(os.path.realpath(path))
@@ -324,24 +330,14 @@ def _refusal(path: Path, roots: AllowedRoots, extensions: frozenset[str], max_by
 
 
 def _read_gitignore(path: Path) -> pathspec.GitIgnoreSpec:
+    """A folder's `.gitignore` rules; none when it is not a readable regular file (a FIFO must not block the walk)."""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[:5000]
-    except OSError:
+        with os.fdopen(open_regular(path), "rb") as handle:
+            lines = handle.read(MAX_GITIGNORE_BYTES).decode("utf-8", "replace").splitlines()[:5000]
+    except (RagError, OSError):
         lines = []
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def _inside(path: Path, folder: Path) -> str:
     return path.relative_to(folder).as_posix()
-
-
-def _too_large(name: str, size: int, max_bytes: int) -> RagError:
-    return RagError(
-        ErrorCode.FILE_TOO_LARGE,
-        f"'{name}' is {format_size(size)}, over the {format_size(max_bytes)} limit (LIGHTRAG_MCP_MAX_FILE_MB).",
-        suggested_action="Split the file, or ask the administrator to raise LIGHTRAG_MCP_MAX_FILE_MB.",
-    )
-
-
-def _short(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"

@@ -19,6 +19,7 @@ from .extracted import DEFAULT_MAX_PAGES, ExtractedDocument, count_words
 from .failures import FAILURES, Failure, refuse
 from .images import ScannedPages
 from .ocr import MIN_TEXT_CHARS, OcrOptions
+from .page_counts import too_many_pages
 
 logger = logging.getLogger(__name__)
 
@@ -73,17 +74,23 @@ def _open(data: bytes) -> PdfReader:
     return reader
 
 
-def _page_count(reader: PdfReader) -> tuple[int, int]:
-    """(pages pypdf can reach, pages the document says it has — 0 when unknown)."""
+def _page_count(reader: PdfReader, max_pages: int) -> tuple[int, int]:
+    """(pages pypdf can reach, pages the document says it has — 0 when unknown), refusing more than `max_pages`.
+
+    The page tree's own `/Count` is checked first: pypdf walks the whole tree to count the pages it reaches."""
+    try:
+        declared = _declared_page_count(reader)
+    except Exception:
+        declared = 0
+    if declared > max_pages:
+        raise too_many_pages("PDF", declared, max_pages)
     try:
         reachable = len(reader.pages)
     except Exception:
         logger.info("pdf: page tree unreadable", exc_info=True)
         raise refuse(Failure.DAMAGED_PDF) from None
-    try:
-        declared = _declared_page_count(reader)
-    except Exception:
-        declared = 0
+    if reachable > max_pages:
+        raise too_many_pages("PDF", reachable, max_pages)
     return reachable, declared
 
 
@@ -154,13 +161,7 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
     """
     reader = _open(data)
     scans = ScannedPages(ocr or OcrOptions())
-    reachable, declared = _page_count(reader)
-    if reachable > max_pages:
-        raise refuse(
-            Failure.TOO_MANY_PAGES,
-            f"The PDF has {reachable:,} pages; at most {max_pages:,} can be indexed. Split it into smaller files.",
-            details={"pages": reachable, "max_pages": max_pages},
-        )
+    reachable, declared = _page_count(reader, max_pages)
 
     parts: list[str] = []
     page_offsets: list[int] = []

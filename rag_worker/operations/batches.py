@@ -31,10 +31,10 @@ from protocol.context import CallContext
 from rag_worker.context import RequestContext, WorkerRuntime
 from rag_worker.ingest.detection import detect_format
 from rag_worker.ingest.formats import FORMATS, DocFormat
-from rag_worker.ingest.isolation import EXTRACTION_TIMEOUT_S, extract_isolated
 from rag_worker.ingest.metadata import validate_metadata
 from rag_worker.ingest.normalize import normalize_text
-from rag_worker.ingest.paths import AllowedRoots, document_name, read_file
+from rag_worker.ingest.paths import AllowedRoots, document_name
+from rag_worker.ingest.regular_files import read_file
 from rag_worker.ingest.urls import UrlPolicy, fetch_url
 from rag_worker.ingest.validation import BYTES_PER_MB, sanitize_filename
 from rag_worker.operations.changes import announce_documents_changed
@@ -193,7 +193,8 @@ async def load_source(
     digest = hashlib.sha256(data).hexdigest()
     if await _unchanged(ws, item, digest):
         return None
-    fmt, extracted = await ctx.run_cpu(_detect_and_extract, data, filename, declared)
+    fmt = await ctx.run_cpu(detect_format, data, filename, declared)
+    extracted = await ctx.extract(data, fmt, filename)
     processing = options.get("processing_options") or {}
     return SourceDocument.from_extracted(
         item.name,
@@ -253,11 +254,6 @@ async def _unchanged(ws: Workspace, item: JobItem, digest: str) -> bool:
 async def _all_status_rows(ws: Workspace) -> list[tuple[str, str]]:
     rows = await ws.status_rows()
     return [(doc_id, name_from_file_path(str(getattr(row, "file_path", "") or ""))) for doc_id, row in rows.items()]
-
-
-def _detect_and_extract(data: bytes, filename: str, declared: str | None) -> tuple[Any, Any]:
-    fmt = detect_format(data, filename, declared)
-    return fmt, extract_isolated(data, fmt, filename=filename, timeout=EXTRACTION_TIMEOUT_S)
 
 
 def _canonical_mime(fmt: DocFormat) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from config.backends import LOCAL
 from config.storages import StorageSet
+from protocol import ErrorCode, RagError
 from protocol.context import DEFAULT_KNOWLEDGE_BASE, KNOWLEDGE_BASE_INFIX, CallContext
 from rag_worker.storage.durable import write_atomic
 from rag_worker.storage.placement import MARKER as STORAGE_MARKER
@@ -44,6 +45,46 @@ def record_knowledge_base(data_dir: str, call: CallContext) -> None:
         _recorded.add(call.workspace)
     except OSError as exc:
         log.warning("could not record the name of knowledge base %s: %s", call.workspace, exc)
+
+
+def check_knowledge_base(data_dir: str, call: CallContext, *, creates: bool, max_count: int) -> None:
+    """Refuse a call naming a knowledge base it may not use: one that does not exist, unless the call
+    writes (then it is created, up to `max_count` per user; 0 = no bound).
+
+    Before this, any name opened (and so created) a workspace, even on a listing or a question: 300
+    random names made 300 directories.  Blocking I/O: run it in a thread."""
+    if call.knowledge_base is None or (Path(data_dir) / call.workspace).is_dir():
+        return
+    owner = call.workspace.partition(KNOWLEDGE_BASE_INFIX)[0]
+    existing = nested_workspaces(data_dir, owner)
+    asked = call.knowledge_base if len(call.knowledge_base) <= 60 else call.knowledge_base[:60] + "…"
+    if not creates:
+        raise RagError(
+            ErrorCode.INVALID_PARAMETER,
+            f"You have no knowledge base named '{asked}'. Yours: {_names_of(data_dir, owner, existing)}.",
+            suggested_action=(
+                "Pass one of those names as workspace (lightrag_list_knowledge_bases lists them), or omit it for "
+                "the default; indexing a document with a new name creates that knowledge base."
+            ),
+        )
+    if max_count and len(existing) >= max_count:
+        raise RagError(
+            ErrorCode.QUOTA_EXCEEDED,
+            f"You already have {len(existing)} named knowledge bases, the most allowed "
+            f"(LIGHTRAG_MCP_MAX_KNOWLEDGE_BASES={max_count}); '{asked}' was not created.",
+            suggested_action="Use one of your knowledge bases (lightrag_list_knowledge_bases lists them), "
+            "or ask the administrator to raise the limit.",
+        )
+
+
+def _names_of(data_dir: str, owner: str, nested: list[str], shown: int = 20) -> str:
+    """`default, project-a, …` — what lightrag_list_knowledge_bases would name, at most `shown` of them."""
+    names = sorted(
+        (recorded_name(Path(data_dir) / workspace) or slug_of(workspace, owner) for workspace in nested[:shown]),
+        key=str.lower,
+    )
+    more = f" and {len(nested) - shown} more" if len(nested) > shown else ""
+    return ", ".join([DEFAULT_KNOWLEDGE_BASE, *names]) + more
 
 
 def recorded_name(directory: Path) -> str | None:

@@ -43,6 +43,7 @@ async def test_a_users_knowledge_bases_are_apart_listed_and_out_of_other_users_r
         stored = await call_ok(client, "alice", "upload_to_lightrag", {**upload, "workspace": "project-a"})
         assert stored.structured_content["status"] == "processed"
 
+        await call_ok(client, "alice", "lightrag_insert_text", {"text": "Unrelated notes.", "workspace": "project-b"})
         elsewhere = await call_ok(client, "alice", "lightrag_query", {**QUESTION, "workspace": "project-b"})
         assert "PELICAN-77" not in text_of(elsewhere) and "pelican.md" not in text_of(elsewhere)
         default = await call_ok(client, "alice", "lightrag_query", QUESTION)
@@ -50,19 +51,19 @@ async def test_a_users_knowledge_bases_are_apart_listed_and_out_of_other_users_r
         found = await call_ok(client, "alice", "lightrag_query", {**QUESTION, "workspace": "Project-A"})
         assert "Nora Quist" in text_of(found) and "pelican.md" in text_of(found)
 
-        assert await listed(client, "alice") == {"default": 0, "project-a": 1, "project-b": 0}
+        assert await listed(client, "alice") == {"default": 0, "project-a": 1, "project-b": 1}
         stats = await call_ok(
             client, "alice", "lightrag_get_system_stats", {"workspace": "project-a", "stat_categories": ["queries"]}
         )
         assert stats.structured_content["queries"]["total"] == 1  # that knowledge base's queries only
 
         assert await listed(client, "bob") == {"default": 0}
-        theirs = await call_ok(client, "bob", "lightrag_query", {**QUESTION, "workspace": "project-a"})
-        assert "PELICAN-77" not in text_of(theirs) and "pelican.md" not in text_of(theirs)
-        documents = await call_ok(client, "bob", "lightrag_list_documents", {"workspace": "project-a"})
-        assert documents.structured_content["documents"] == []
-        assert await listed(client, "bob") == {"default": 0, "project-a": 0}  # bob's own, empty
-        assert await listed(client, "alice") == {"default": 0, "project-a": 1, "project-b": 0}
+        for tool, arguments in [("lightrag_query", QUESTION), ("lightrag_list_documents", {})]:
+            theirs = error_of(await client.call_as("bob", tool, {**arguments, "workspace": "project-a"}))
+            assert theirs["error_code"] == "INVALID_PARAMETER"  # bob has no project-a: alice's is out of reach
+            assert theirs["error_message"] == "You have no knowledge base named 'project-a'. Yours: default."
+        assert await listed(client, "bob") == {"default": 0}  # reading created nothing
+        assert await listed(client, "alice") == {"default": 0, "project-a": 1, "project-b": 1}
 
         health = (await call_ok(client, "alice", "lightrag_health_check", {"workspace": "project-a"})).structured_content
         assert "__kb_project_a_" in health["workspace"]
@@ -104,6 +105,31 @@ async def test_over_http_a_gateways_users_each_get_their_own_knowledge_bases(hom
             assert {row["name"]: row["documents"] for row in mine} == {"default": 0, "project-a": 1}
         async with mcp_client(server.url, bearer(token, "bob")) as bob:
             theirs = await bob.call("lightrag_query", {"query": "Who flew the HERON-9 kite?", "mode": "naive", "workspace": "project-a"})
-            assert not theirs.is_error and "Ivo Brandt" not in text_of(theirs)
+            assert error_of(theirs)["error_code"] == "INVALID_PARAMETER" and "Ivo Brandt" not in text_of(theirs)
             listed_by_bob = (await bob.call("lightrag_list_knowledge_bases")).structured_content["knowledge_bases"]
-            assert {row["name"]: row["documents"] for row in listed_by_bob} == {"default": 0, "project-a": 0}
+            assert {row["name"]: row["documents"] for row in listed_by_bob} == {"default": 0}
+
+
+async def test_read_only_calls_never_create_a_knowledge_base_and_writes_are_bounded_per_user(home: Path) -> None:
+    """Issue 24 item 8: 300 listings with random names made 300 directories."""
+    reads = [
+        ("lightrag_list_documents", {}),
+        ("lightrag_query", QUESTION),
+        ("lightrag_get_status", {}),
+        ("lightrag_get_graph", {}),
+    ]
+    async with running_server(home, LIGHTRAG_MCP_MAX_KNOWLEDGE_BASES="2") as client:
+        for number in range(10):
+            tool, arguments = reads[number % len(reads)]
+            error = error_of(await client.call_as("carol", tool, {**arguments, "workspace": f"random-{number}"}))
+            assert error["error_code"] == "INVALID_PARAMETER", error
+            assert error["error_message"] == f"You have no knowledge base named 'random-{number}'. Yours: default."
+        assert not [path for path in home.rglob("*__kb_*") if path.is_dir()]
+        for name in ("notes-1", "notes-2"):
+            await call_ok(client, "carol", "lightrag_insert_text", {"text": f"The {name} list.", "workspace": name})
+        over = error_of(await client.call_as("carol", "lightrag_insert_text", {"text": "x y z", "workspace": "notes-3"}))
+        assert over["error_code"] == "QUOTA_EXCEEDED" and "LIGHTRAG_MCP_MAX_KNOWLEDGE_BASES=2" in over["error_message"]
+        assert str(home) not in over["error_message"]
+        assert set(await listed(client, "carol")) == {"default", "notes-1", "notes-2"}
+        await call_ok(client, "dave", "lightrag_insert_text", {"text": "Dave's own.", "workspace": "notes-3"})
+        await call_ok(client, "carol", "lightrag_query", {**QUESTION, "workspace": "notes-1"})  # still served

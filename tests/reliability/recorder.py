@@ -9,8 +9,8 @@ Names of the numbers (all optional per line):
   cross_user_leaks, recovery_s (a list of seconds), rss_growth_mb, fd_growth,
   failed_calls (calls that should have succeeded and did not)
 
-Hostile-client attacks (suite "attacks", one table row per case): attempts, refused, accepted,
-server_up, front_rss_mb, worker_rss_mb.
+Hostile attacks (suite "hostile", lines with `attempts`, one table row per case): attempts,
+refused, accepted, server_up, max_rss_front_mb, max_rss_worker_mb.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ LONG = os.environ.get("LIGHTRAG_MCP_RELIABILITY_LONG", "").lower() in {"1", "tru
 
 
 def record(suite: str, case: str, **numbers: Any) -> None:
-    """Append one measurement: `suite` (fuzz, protocol, faults, isolation, soak, hostile, attacks), `case`."""
+    """Append one measurement: `suite` (fuzz, protocol, faults, isolation, soak, hostile), `case`."""
     RESULTS_FILE.parent.mkdir(parents=True, exist_ok=True)
     line = {"suite": suite, "case": case, "at": time.time(), **numbers}
     with RESULTS_FILE.open("a", encoding="utf-8") as handle:

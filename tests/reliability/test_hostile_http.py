@@ -160,8 +160,8 @@ async def test_client_roots_never_widen_access_over_http(deployment: Deployment)
                 assert str(deployment.server.home) not in json.dumps(error), "a refusal names a server path"
             inside = await session.call("lightrag_insert_file", {"file_path": str(deployment.allowed / "handbook.md")})
             assert not inside.is_error, (kind, inside.content)  # the configured folder still works
-    record("attacks", "client roots over HTTP", attempts=attempts, refused=attempts - accepted, accepted=accepted,
-           server_up=deployment.server.process.poll() is None, front_rss_mb=deployment.front_rss_mb())  # fmt: skip
+    record("hostile", "client roots over HTTP", attempts=attempts, refused=attempts - accepted, accepted=accepted,
+           server_up=deployment.server.process.poll() is None, max_rss_front_mb=deployment.front_rss_mb())  # fmt: skip
     assert accepted == 0
 
 
@@ -187,9 +187,9 @@ def test_one_user_opening_many_sessions_never_locks_out_another(deployment: Depl
     assert alive == ids[-SESSIONS_PER_USER:]
     other = open_session(deployment, bearer(GATEWAY_TOKEN, "bob"))
     assert other.status_code == 200
-    record("attacks", "session flood by one token", attempts=len(ids), refused=len(ids) - len(alive),
+    record("hostile", "session flood by one token", attempts=len(ids), refused=len(ids) - len(alive),
            accepted=0 if other.status_code == 200 else 1, server_up=deployment.server.process.poll() is None,
-           front_rss_mb=deployment.front_rss_mb())  # fmt: skip
+           max_rss_front_mb=deployment.front_rss_mb())  # fmt: skip
 
 
 # --- 4: a body is bounded before it is parsed -------------------------------------------------
@@ -244,9 +244,9 @@ def test_a_body_of_millions_of_values_is_refused_before_it_is_parsed(deployment:
             thread.join()
     assert statuses == [400] * 8
     assert httpx.get(f"{deployment.server.base}/healthz", timeout=10).json()["status"] == "ok"
-    record("attacks", "15 MB of empty objects, 8 at once", attempts=8, refused=statuses.count(400),
+    record("hostile", "15 MB of empty objects, 8 at once", attempts=8, refused=statuses.count(400),
            accepted=8 - statuses.count(400), server_up=deployment.server.process.poll() is None,
-           front_rss_mb=round(peak.peak_mb, 1))  # fmt: skip
+           max_rss_front_mb=round(peak.peak_mb, 1))  # fmt: skip
     assert peak.peak_mb < MAX_FRONT_RSS_MB
 
 
@@ -286,7 +286,7 @@ async def test_each_credential_kind_names_its_own_people(deployment: Deployment)
             health = await session.health()
             workspaces[kind] = health["workspace"]
     assert len(set(workspaces.values())) == 3, workspaces
-    record("attacks", "same name, other credential kind", attempts=2, refused=2, accepted=0,
+    record("hostile", "same name, other credential kind", attempts=2, refused=2, accepted=0,
            server_up=deployment.server.process.poll() is None)  # fmt: skip
 
 
@@ -316,7 +316,7 @@ def test_ambiguous_or_foreign_headers_are_refused(deployment: Deployment) -> Non
             accepted.append(f"{name}: {status}")
     status, _ = raw_request(port, head(port, host, auth, body=INIT_BODY), INIT_BODY)
     assert status == 200  # the same request, unambiguous, is served
-    record("attacks", "ambiguous headers", attempts=len(cases), refused=len(cases) - len(accepted),
+    record("hostile", "ambiguous headers", attempts=len(cases), refused=len(cases) - len(accepted),
            accepted=len(accepted), server_up=deployment.server.process.poll() is None)  # fmt: skip
     assert accepted == []
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import socket
+import stat
 from pathlib import Path
 
 import pytest
 
 from protocol import ErrorCode, RagError
-from rag_worker.ingest.paths import AllowedRoots, FolderRules, document_name, read_file, walk_folder
+from rag_worker.ingest.paths import AllowedRoots, FolderRules, document_name, walk_folder
+from rag_worker.ingest.regular_files import read_file
 
 
 @pytest.fixture
@@ -66,10 +69,29 @@ def test_escapes_are_forbidden_and_never_reveal_what_exists_outside(tree: Path) 
         assert code_of(lambda escape=escape: allowed.resolve(escape)) == ErrorCode.FORBIDDEN, escape
 
 
-def test_the_error_names_the_allowed_roots(tree: Path) -> None:
+def refusal(call) -> RagError:  # type: ignore[no-untyped-def]
     with pytest.raises(RagError) as caught:
-        roots(tree).resolve("/etc/passwd")
-    assert str(tree / "data") in caught.value.message
+        call()
+    return caught.value
+
+
+def test_path_refusals_echo_the_client_path_and_never_name_the_servers_folders(tree: Path) -> None:
+    allowed = roots(tree)
+    for path in ["/etc/passwd", "../outside/secret.md", "proj/nope.md", "x" * 300, "a/" * 2100]:
+        error = refusal(lambda path=path: allowed.resolve(path))
+        text = f"{error.message} {error.suggested_action}"
+        assert str(tree) not in text and "data" not in text, text
+    assert "'/etc/passwd' is outside the folders this server may read" in refusal(
+        lambda: allowed.resolve("/etc/passwd")
+    ).message
+
+
+def test_an_over_long_path_or_name_is_an_invalid_parameter_not_a_storage_error(tree: Path) -> None:
+    allowed = roots(tree)
+    for path in ["a/" * 2048, "x" * 4096, "proj/" + "n" * 256, str(tree / "data" / ("y" * 300))]:
+        error = refusal(lambda path=path: allowed.resolve(path))
+        assert error.code == ErrorCode.INVALID_PARAMETER and not error.retryable
+        assert "too long" in error.message and len(error.message) < 300
 
 
 def test_missing_inside_is_file_not_found_and_no_roots_is_forbidden(tree: Path) -> None:
@@ -145,6 +167,48 @@ def test_read_refuses_a_file_swapped_for_a_symlink(tree: Path) -> None:
     target = tree / "data" / "proj" / "swap.md"
     os.symlink(tree / "outside" / "secret.md", target)
     assert code_of(lambda: read_file(target, 10_000)) == ErrorCode.FORBIDDEN
+
+
+def test_read_refuses_a_fifo_at_once_instead_of_blocking(tree: Path) -> None:
+    fifo = tree / "data" / "proj" / "pipe.txt"
+    os.mkfifo(fifo)
+    error = refusal(lambda: read_file(fifo, 10_000))  # a blocking open would wait here for a writer
+    assert error.code == ErrorCode.UNSUPPORTED_FORMAT and "named pipe (FIFO), not a regular file" in error.message
+
+
+def test_read_refuses_a_device_and_a_socket(tree: Path) -> None:
+    device = tree / "data" / "proj" / "zero.txt"
+    os.mknod(device, 0o600 | stat.S_IFCHR, os.makedev(1, 5))  # /dev/zero: endless bytes
+    error = refusal(lambda: read_file(device, 10_000))
+    assert error.code == ErrorCode.UNSUPPORTED_FORMAT and "a device, not a regular file" in error.message
+    sock_path = tree / "data" / "proj" / "s.txt"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(sock_path))
+    try:
+        error = refusal(lambda: read_file(sock_path, 10_000))
+        assert error.code == ErrorCode.UNSUPPORTED_FORMAT and "a socket, not a regular file" in error.message
+    finally:
+        server.close()
+
+
+def test_a_walk_skips_fifos_devices_and_sockets(tree: Path) -> None:
+    os.mkfifo(tree / "data" / "proj" / "pipe.md")
+    os.mknod(tree / "data" / "proj" / "zero.md", 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    listing = walk_folder(tree / "data" / "proj", roots(tree), FolderRules())
+    reasons = dict(listing.skipped)
+    assert reasons["pipe.md"] == reasons["zero.md"] == "not a regular file"
+    assert not any(path.name in {"pipe.md", "zero.md"} for path in listing.files)
+
+
+def test_a_fifo_named_gitignore_does_not_block_the_walk(tree: Path) -> None:
+    os.mkfifo(tree / "data" / "proj" / "src" / ".gitignore")  # read blocking, this would wait for a writer
+    listing = walk_folder(tree / "data" / "proj", roots(tree), FolderRules())
+    assert tree / "data" / "proj" / "src" / "app.py" in listing.files
+
+
+def test_a_symlink_to_a_device_outside_the_roots_is_forbidden(tree: Path) -> None:
+    (tree / "data" / "proj" / "zero.md").symlink_to("/dev/zero")
+    assert code_of(lambda: roots(tree).resolve("proj/zero.md")) == ErrorCode.FORBIDDEN
 
 
 # --- LibreChat attachments: uploads/<user>/<file_id>__<original name> ----------------------

@@ -24,6 +24,7 @@ from protocol.context import KNOWLEDGE_BASE_INFIX, MAX_KNOWLEDGE_BASE_NAME, Call
 from rag_worker.handlers.knowledge_bases import _message
 from rag_worker.storage import knowledge_bases as stored
 from rag_worker.storage.knowledge_bases import (
+    check_knowledge_base,
     local_document_count,
     nested_workspaces,
     record_knowledge_base,
@@ -206,6 +207,42 @@ def test_the_first_spelling_of_a_name_is_recorded(tmp_path: Path, fresh_records:
 def test_a_call_without_a_knowledge_base_records_nothing(tmp_path: Path, fresh_records: None) -> None:
     record_knowledge_base(str(tmp_path), CallContext("u_alice_1", "c1"))
     assert list(tmp_path.iterdir()) == []
+
+
+def named_call(user: str, name: str) -> CallContext:
+    return CallContext(workspace_for(user, "default", name.lower()), "c", user_id=user, knowledge_base=name)
+
+
+def refused(call) -> RagError:  # type: ignore[no-untyped-def]
+    with pytest.raises(RagError) as caught:
+        call()
+    return caught.value
+
+
+def test_a_read_only_call_naming_an_unknown_knowledge_base_is_refused_and_creates_nothing(
+    tmp_path: Path, fresh_records: None
+) -> None:
+    record_knowledge_base(str(tmp_path), named_call("alice", "Project-A"))
+    error = refused(lambda: check_knowledge_base(str(tmp_path), named_call("alice", "typo"), creates=False, max_count=50))
+    assert error.code == ErrorCode.INVALID_PARAMETER and not error.retryable
+    assert error.message == "You have no knowledge base named 'typo'. Yours: default, Project-A."
+    assert "lightrag_list_knowledge_bases" in error.suggested_action
+    assert sorted(path.name for path in tmp_path.iterdir()) == [workspace_for("alice", "default", "project-a")]
+    check_knowledge_base(str(tmp_path), named_call("alice", "project-a"), creates=False, max_count=50)  # exists: fine
+    check_knowledge_base(str(tmp_path), CallContext("u_alice_1", "c"), creates=False, max_count=50)  # the default
+
+
+def test_a_writing_call_creates_knowledge_bases_up_to_the_per_user_bound(tmp_path: Path, fresh_records: None) -> None:
+    for name in ("a", "b"):
+        call = named_call("alice", name)
+        check_knowledge_base(str(tmp_path), call, creates=True, max_count=2)
+        record_knowledge_base(str(tmp_path), call)
+    error = refused(lambda: check_knowledge_base(str(tmp_path), named_call("alice", "c"), creates=True, max_count=2))
+    assert error.code == ErrorCode.QUOTA_EXCEEDED and "LIGHTRAG_MCP_MAX_KNOWLEDGE_BASES=2" in error.message
+    assert str(tmp_path) not in error.message
+    check_knowledge_base(str(tmp_path), named_call("alice", "a"), creates=True, max_count=2)  # an existing one
+    check_knowledge_base(str(tmp_path), named_call("bob", "c"), creates=True, max_count=2)  # bob has his own bound
+    check_knowledge_base(str(tmp_path), named_call("alice", "c"), creates=True, max_count=0)  # 0: no bound
 
 
 def test_only_the_owners_knowledge_bases_are_listed(tmp_path: Path) -> None:
