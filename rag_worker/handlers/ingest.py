@@ -94,7 +94,7 @@ async def insert_text(ctx: RequestContext, args: dict[str, Any]) -> dict[str, An
 async def insert_file(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_insert_file`: a file (indexed like an upload) or a folder (a background folder run)."""
     settings = ctx.state.settings
-    roots = AllowedRoots.from_sources(settings.allowed_dirs, ctx.roots, ctx.user_id)
+    roots = AllowedRoots.from_sources(settings.allowed_dirs, ctx.roots, ctx.user_id, settings.data_dir)
     real, root = roots.resolve(args["file_path"])
     validation = args.get("file_validation") or {}
     max_mb = min(float(validation.get("max_size_mb") or settings.max_file_mb), settings.max_file_mb)

@@ -108,16 +108,24 @@ def configured_for_user(configured: Iterable[str], user_id: str | None) -> list[
 
 @dataclass(frozen=True)
 class AllowedRoots:
-    """The directories path ingestion may read, resolved."""
+    """The directories path ingestion may read, resolved, less the server's data directory.
+
+    `excluded` (WORKING_DIR) holds every user's knowledge bases: never readable by path, even
+    under an allowed directory that contains it, or one user could index another's files."""
 
     paths: tuple[Path, ...]
+    excluded: tuple[Path, ...] = ()
 
     @classmethod
     def from_sources(
-        cls, configured: Iterable[str], client_roots: Iterable[str], user_id: str | None = None
+        cls,
+        configured: Iterable[str],
+        client_roots: Iterable[str],
+        user_id: str | None = None,
+        data_dir: str | None = None,
     ) -> AllowedRoots:
         """Existing directories among the configured (for the caller `user_id`) and the client's
-        roots, resolved, deduplicated."""
+        roots, resolved, deduplicated; `data_dir` excluded."""
         found: list[Path] = []
         for raw in [*configured_for_user(configured, user_id), *client_roots]:
             try:
@@ -126,10 +134,16 @@ class AllowedRoots:
                 continue
             if path.is_dir() and path not in found:
                 found.append(path)
-        return cls(tuple(found))
+        excluded = (Path(os.path.realpath(data_dir)),) if data_dir else ()
+        return cls(tuple(found), excluded)
+
+    def is_excluded(self, real: Path) -> bool:
+        return any(real == path or path in real.parents for path in self.excluded)
 
     def containing(self, real: Path) -> Path | None:
-        """The innermost root that contains the resolved path `real`, if any."""
+        """The innermost root that contains the resolved path `real`, if any (none in the data directory)."""
+        if self.is_excluded(real):
+            return None
         inside = [root for root in self.paths if real == root or root in real.parents]
         return max(inside, key=lambda root: len(root.parts)) if inside else None
 
@@ -290,6 +304,8 @@ def walk_folder(folder: Path, roots: AllowedRoots, rules: FolderRules) -> Folder
             path = here / name
             if path.is_symlink():
                 listing.skipped.append((_inside(path, folder), "symlinked folder (not followed)"))
+            elif roots.is_excluded(path):
+                listing.skipped.append((_inside(path, folder), "the server's data folder (never indexed)"))
             elif not ignored(path, is_dir=True):
                 kept.append(name)
         dirnames[:] = kept if rules.recursive else []

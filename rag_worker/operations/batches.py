@@ -177,7 +177,7 @@ async def load_source(
     if item.item_type == "text":
         return text_source(content, item.title, metadata, options.get("processing_options"))
     if item.item_type == "file":
-        roots = AllowedRoots.from_sources(settings.allowed_dirs, client_roots, ctx.user_id)
+        roots = AllowedRoots.from_sources(settings.allowed_dirs, client_roots, ctx.user_id, settings.data_dir)
         real, root = roots.resolve(content)
         if real.is_dir():
             raise RagError(ErrorCode.INVALID_PARAMETER, "A file item must name a file, not a folder.")

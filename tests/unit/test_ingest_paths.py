@@ -253,3 +253,15 @@ def test_an_attachment_symlinked_out_of_the_root_is_not_served(uploads: Path, tm
     with pytest.raises(RagError) as caught:
         AllowedRoots.from_sources([str(uploads)], []).resolve("secret.md")
     assert caught.value.code is ErrorCode.FILE_NOT_FOUND
+
+
+def test_the_servers_data_folder_is_never_readable_even_inside_an_allowed_one(tree: Path) -> None:
+    data_dir = tree / "data" / "lightrag-data"
+    (data_dir / "u_bob_123").mkdir(parents=True)
+    (data_dir / "u_bob_123" / "kv_store_full_docs.json").write_text('{"secret": "Bob\'s notes"}')
+    allowed = AllowedRoots.from_sources([str(tree / "data")], [], data_dir=str(data_dir))
+    assert code_of(lambda: allowed.resolve(str(data_dir / "u_bob_123" / "kv_store_full_docs.json"))) == ErrorCode.FORBIDDEN
+    assert code_of(lambda: allowed.resolve("lightrag-data/u_bob_123/kv_store_full_docs.json")) == ErrorCode.FORBIDDEN
+    listing = walk_folder(tree / "data", allowed, FolderRules())
+    assert not any("lightrag-data" in str(path) for path in listing.files)
+    assert ("lightrag-data", "the server's data folder (never indexed)") in listing.skipped
