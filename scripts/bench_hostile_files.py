@@ -9,10 +9,14 @@ the bystander's upload is sent:
 
 - `quiet`: bob's upload alone (what it costs on a fresh server: opening his workspace, indexing);
 - `fifo`: user mallory sends `lightrag_batch_process` with 5 file items naming FIFOs in an allowed
-  folder, all 5 prepared at once (`max_concurrent: 5`); 0.5 s later user bob uploads a 50-byte
-  Markdown note;
-- `tiff`: mallory uploads two 5.4 MB TIFFs of 100,000 one-pixel pages each, at once; 0.5 s later
-  bob uploads the note.
+  folder, all 5 prepared at once (`max_concurrent: 5`); `--delay` (5 s) later user bob uploads a
+  50-byte Markdown note;
+- `tiff`: mallory uploads two 5.4 MB TIFFs of 100,000 one-pixel pages each, at once; `--delay`
+  later (by then both are being parsed: their 7 MB calls take ~2 s to reach an extractor) bob
+  uploads the note;
+- `scan`: the fair-share case, files that are slow to parse yet within every bound: mallory
+  uploads two 30-page scanned TIFFs at once (OCR keeps an extractor busy up to ~85 s each);
+  `--delay` later bob uploads the note.
 
 Printed per scenario: bob's answer time and status, mallory's answers (code, time), the server's
 health afterwards.  The floor is bob's normal answer budget, LIGHTRAG_MCP_WAIT_SECONDS (15 s).  A
@@ -44,6 +48,8 @@ from tests.integration.harness import Client, running_server  # noqa: E402
 NOTE = b"# Note\n\nThe MARLIN-4 buoy was moored by Esra Kaya."  # 50 bytes
 FIFOS = 5
 FLOOR_S = 15.0
+SCAN_PAGES = 30  # 6.7 MB: OCR reads pages until 70 % of the 120 s extraction time
+SCENARIOS = ["quiet", "fifo", "tiff", "scan"]
 
 
 def upload(name: str, data: bytes) -> dict[str, Any]:
@@ -76,7 +82,7 @@ def unblock(fifos: list[Path]) -> None:
 
 
 async def scenario(
-    client: Client, hostile: list[tuple[str, Callable[[], Awaitable[Any]]]], give_up: float
+    client: Client, hostile: list[tuple[str, Callable[[], Awaitable[Any]]]], delay: float, give_up: float
 ) -> dict[str, tuple[float | None, str]]:
     answers: dict[str, tuple[float | None, str]] = {}
 
@@ -86,7 +92,7 @@ async def scenario(
     async with anyio.create_task_group() as tg:
         for name, call in hostile:
             tg.start_soon(run, name, call)
-        await anyio.sleep(0.5)
+        await anyio.sleep(delay if hostile else 0)
         tg.start_soon(run, "bob: 50-byte upload", lambda: client.call_as("bob", "upload_to_lightrag", upload("note.md", NOTE)))
     return answers
 
@@ -105,11 +111,22 @@ def tiff_calls(client: Client) -> list[tuple[str, Callable[[], Awaitable[Any]]]]
     ]
 
 
+def scan_calls(client: Client) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
+    from tests.fixtures.scans import image_bytes, render_page
+
+    lines = [f"Line {number} of a scanned page about the MARLIN-{number} buoy." for number in range(30)]
+    scan = upload("scan.tiff", image_bytes([render_page(lines) for _ in range(SCAN_PAGES)], "TIFF"))
+    return [
+        (f"mallory: {SCAN_PAGES}-page scanned TIFF #{number}", lambda: client.call_as("mallory", "upload_to_lightrag", scan))
+        for number in (1, 2)
+    ]
+
+
 def no_calls(client: Client) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
     return []
 
 
-async def measure(kind: str, tree: Path, give_up: float) -> None:
+async def measure(kind: str, tree: Path, delay: float, give_up: float) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-hostile-") as scratch:
         home, allowed = Path(scratch) / "home", Path(scratch) / "allowed"
         home.mkdir()
@@ -125,9 +142,9 @@ async def measure(kind: str, tree: Path, give_up: float) -> None:
         }
         async with running_server(home, cwd=tree, **env) as client:
             await client.wait_ready(timeout=120)
-            calls = {"fifo": fifo_calls, "tiff": tiff_calls, "quiet": no_calls}[kind](client)
+            calls = {"fifo": fifo_calls, "tiff": tiff_calls, "scan": scan_calls, "quiet": no_calls}[kind](client)
             try:
-                answers = await scenario(client, calls, give_up)
+                answers = await scenario(client, calls, delay, give_up)
             finally:
                 unblock(fifos)
             with anyio.move_on_after(60):
@@ -143,11 +160,12 @@ async def measure(kind: str, tree: Path, give_up: float) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--server-tree", type=Path, default=ROOT, help="project tree whose server code runs")
-    parser.add_argument("--only", choices=["quiet", "fifo", "tiff"], help="one scenario")
+    parser.add_argument("--only", choices=SCENARIOS, help="one scenario")
+    parser.add_argument("--delay", type=float, default=5.0, help="seconds between the hostile calls and bob's upload")
     parser.add_argument("--give-up", type=float, default=240.0, help="seconds after which a call counts as unanswered")
     args = parser.parse_args()
-    for kind in [args.only] if args.only else ["quiet", "fifo", "tiff"]:
-        anyio.run(measure, kind, args.server_tree.resolve(), args.give_up)
+    for kind in [args.only] if args.only else SCENARIOS:
+        anyio.run(measure, kind, args.server_tree.resolve(), args.delay, args.give_up)
     return 0
 
 

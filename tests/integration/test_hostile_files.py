@@ -6,9 +6,6 @@ path refusals never name the server's folders."""
 from __future__ import annotations
 
 import base64
-import os
-import socket
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +14,9 @@ import anyio
 import pytest
 
 from rag_worker.operations.jobs import Job, JobItem, JobStore
-from tests.fixtures.hostile_files import make_page_flood_tiff
-from tests.integration.harness import Client, error_of, running_server
+from tests.fixtures.hostile_files import make_page_flood_tiff, non_regular_files
+from tests.integration.harness import error_of, running_server
+from tests.integration.test_paths_and_batches import wait_job
 
 pytestmark = pytest.mark.anyio
 
@@ -32,34 +30,14 @@ def ok(result: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def hostile(tmp_path: Path) -> Iterator[Path]:
-    """data/ (allowed) holding a FIFO, a character device (/dev/zero's numbers), a socket, a symlink
-    to /dev/zero, and one ordinary note."""
-    data = tmp_path / "data"
-    data.mkdir()
-    for number in range(5):
-        os.mkfifo(data / f"pipe-{number}.md")
-    os.mknod(data / "zero.md", 0o600 | stat.S_IFCHR, os.makedev(1, 5))
-    (data / "dev-zero.md").symlink_to("/dev/zero")
-    (data / "note.md").write_text(NOTE)
-    server = socket.socket(socket.AF_UNIX)
-    server.bind(str(data / "sock.md"))
-    try:
+    """data/ (allowed) holding FIFOs, a device, a socket, a symlink to /dev/zero, and one ordinary note."""
+    with non_regular_files(tmp_path / "data") as data:
+        (data / "note.md").write_text(NOTE)
         yield data
-    finally:
-        server.close()
 
 
 def upload_args(name: str, data: bytes) -> dict[str, Any]:
     return {"filename": name, "content": base64.b64encode(data).decode()}
-
-
-async def wait_job(client: Client, batch_id: str, timeout: float = 120) -> dict[str, Any]:
-    with anyio.fail_after(timeout):
-        while True:
-            view = ok(await client.call("lightrag_get_status", {"batch_id": batch_id}))
-            if view["status"] in {"completed", "failed", "cancelled"}:
-                return view
-            await anyio.sleep(0.5)
 
 
 async def test_a_fifo_device_or_socket_named_in_a_single_insert_is_refused_at_once(home: Path, hostile: Path) -> None:

@@ -12,9 +12,6 @@ processed while the hostile files are handled.
 from __future__ import annotations
 
 import base64
-import os
-import socket
-import stat
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,31 +23,17 @@ import pytest
 
 from rag_worker.operations.jobs import Job, JobItem, JobStore
 from tests.fixtures.documents import make_pdf
-from tests.fixtures.hostile_files import make_page_flood_tiff
+from tests.fixtures.hostile_files import FIFOS, make_page_flood_tiff, non_regular_files
 from tests.integration.harness import Client, running_server
 from tests.reliability import recorder
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.reliability]
 
 NOTE = "# Note\n\nThe MARLIN-4 buoy was moored by Esra Kaya.\n"
-FIFOS = 5
-
-
 @pytest.fixture
 def allowed(tmp_path: Path) -> Iterator[Path]:
-    """An allowed folder holding FIFOs, a device, a socket and a symlink to /dev/zero."""
-    data = tmp_path / "allowed"
-    data.mkdir()
-    for number in range(FIFOS):
-        os.mkfifo(data / f"pipe-{number}.md")
-    os.mknod(data / "zero.md", 0o600 | stat.S_IFCHR, os.makedev(1, 5))
-    (data / "dev-zero.md").symlink_to("/dev/zero")
-    server = socket.socket(socket.AF_UNIX)
-    server.bind(str(data / "sock.md"))
-    try:
-        yield data
-    finally:
-        server.close()
+    with non_regular_files(tmp_path / "allowed") as folder:
+        yield folder
 
 
 class Attack:
