@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import warnings
+from collections.abc import Callable
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
 
@@ -128,15 +129,16 @@ class ScannedPages:
         self.unread: list[int] = []  # pages OCR would have read had it been on
         self.attempted = 0
 
-    def read(self, page: PageObject, number: int, text: str) -> str:
-        """The text of scanned page `number`, whose own text layer gave only `text`."""
+    def read(self, number: int, text: str, ocr_lines: Callable[[], list[str]]) -> str:
+        """The text of scanned page `number`, whose own text layer gave only `text`;
+        `ocr_lines` reads the page (its rendering or its images) by OCR."""
         if not self.options.enabled:
             self.unread.append(number)
             return text
         if not self.budget.allows(number):
             return text
         self.attempted += 1
-        lines = pdf_page_lines(page, number)
+        lines = ocr_lines()
         if not lines:
             return text
         self.ocr_pages.append(number)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from io import BytesIO
 
 from pypdf import PageObject, PasswordType, PdfReader
@@ -17,8 +18,9 @@ from pypdf.generic import DictionaryObject
 
 from .extracted import DEFAULT_MAX_PAGES, ExtractedDocument, count_words
 from .failures import FAILURES, Failure, refuse
-from .images import ScannedPages
-from .ocr import MIN_TEXT_CHARS, OcrOptions
+from .images import ScannedPages, pdf_page_lines
+from .ocr import MIN_TEXT_CHARS, OcrOptions, ocr_image, page_ranges
+from .pdf_pages import RenderedPages, unreadable_layer
 
 logger = logging.getLogger(__name__)
 
@@ -136,6 +138,38 @@ def _has_images(page: PageObject) -> bool:
         return False
 
 
+def _draws(rendered: RenderedPages, page: PageObject, number: int) -> bool:
+    """True if the page draws something OCR may read (pdfium's objects; pypdf's images without pdfium)."""
+    return rendered.draws(number - 1) if rendered.available else _has_images(page)
+
+
+def _page_ocr(rendered: RenderedPages, page: PageObject, number: int) -> Callable[[], list[str]]:
+    """How page `number` is read by OCR: its rendering (JBIG2, vector text and all), else its decoded images."""
+
+    def read() -> list[str]:
+        image = rendered.render(number - 1) if rendered.available else None
+        return ocr_image(image) if image is not None else pdf_page_lines(page, number)
+
+    return read
+
+
+def _unreadable_warnings(unreadable: dict[int, str], ocr_pages: list[int]) -> list[str]:
+    """What the result says about text layers that were not text: read by OCR instead, or left out."""
+    if not unreadable:
+        return []
+    reasons = sorted(set(unreadable.values()))
+    replaced = [n for n in unreadable if n in ocr_pages]
+    dropped = [n for n in unreadable if n not in ocr_pages]
+    notes = []
+    if replaced:
+        notes.append(f"The text layer of {page_ranges(replaced)} held {'; '.join(reasons)}; "
+                     f"{'they were' if len(replaced) > 1 else 'it was'} read from the rendered page by OCR instead.")
+    if dropped:
+        notes.append(f"The text layer of {page_ranges(dropped)} held {'; '.join(reasons)} and was left out "
+                     "(OCR could not read those pages).")
+    return notes
+
+
 def _page_list(numbers: list[int]) -> str:
     """`page 3` / `pages 2, 5, 9 and 4 more`."""
     shown = ", ".join(str(n) for n in numbers[:10])
@@ -165,11 +199,13 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
     parts: list[str] = []
     page_offsets: list[int] = []
     failed: list[int] = []
+    unreadable: dict[int, str] = {}  # page → why its text layer is not its text
     offset = 0
     words = 0
     problems = _PypdfWarnings()
     pypdf_logger = logging.getLogger("pypdf")
     pypdf_logger.addHandler(problems)
+    rendered = RenderedPages(data)
     try:
         for number, page in enumerate(reader.pages, start=1):
             warnings_before = problems.count
@@ -179,16 +215,22 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
             except Exception:
                 logger.info("pdf: page %d failed to extract", number, exc_info=True)
                 text, raised = "", True
-            if not text and (raised or (problems.count > warnings_before and not _has_images(page))):
+            why = unreadable_layer(text)
+            if why is not None:
+                # Junk indexed as text buries the facts; the page is read from its rendering instead.
+                unreadable[number] = why
+                text = scans.read(number, "", _page_ocr(rendered, page, number))
+            elif not text and (raised or (problems.count > warnings_before and not _draws(rendered, page, number))):
                 failed.append(number)
-            elif len(text) < MIN_TEXT_CHARS and not raised and _has_images(page):
-                text = scans.read(page, number, text)
+            elif len(text) < MIN_TEXT_CHARS and not raised and _draws(rendered, page, number):
+                text = scans.read(number, text, _page_ocr(rendered, page, number))
             page_offsets.append(offset)
             parts.append(text)
             offset += len(text) + len(PAGE_SEPARATOR)
             words += count_words(text)
     finally:
         pypdf_logger.removeHandler(problems)
+        rendered.close()
 
     if words == 0:
         damaged = failed or reachable == 0 or declared > reachable
@@ -199,6 +241,7 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
 
     empty = [n for n, part in enumerate(parts, start=1) if not part and n not in failed]
     warnings: list[str] = scans.warnings(empty)
+    warnings.extend(_unreadable_warnings(unreadable, scans.ocr_pages))
     if failed:
         warnings.append(f"{len(failed)} of {reachable} pages could not be read ({_page_list(failed)}).")
     if declared > reachable:
