@@ -107,7 +107,7 @@ def detect_format(data: bytes, filename: str, declared_mime: str | None) -> DocF
         if spec.is_text and content == "binary data":
             raise refuse(
                 Failure.BINARY_AS_TEXT,
-                f"binary content declared as text ({mime or ext}): the file is not UTF-8 or UTF-16 text.",
+                f"binary content declared as text ({mime or ext}): the file is not text in any known encoding.",
             )
         claim = f"declared {mime}" if mime else f"the file name ends in {ext}"
         raise refuse(Failure.CONTENT_MISMATCH, f"{claim} but the content is {content}, not {spec.noun}.")

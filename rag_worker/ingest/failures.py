@@ -105,7 +105,7 @@ FAILURES: dict[Failure, FailureInfo] = {
     ),
     Failure.BINARY_AS_TEXT: FailureInfo(
         ErrorCode.UNSUPPORTED_FORMAT,
-        "The file is declared as text but is not UTF-8 or UTF-16 text.",
+        "The file is declared as text but is not text in any known encoding.",
         "Save the file as UTF-8 text (or send it under its real type) and upload it again.",
     ),
     Failure.LEGACY_WORD: FailureInfo(

@@ -26,6 +26,7 @@ from .magic import (
     looks_like_text,
     looks_like_tiff,
 )
+from .notebook import extract_notebook
 from .office import extract_docx, extract_pptx, extract_xlsx
 from .ooxml import OfficeKind, is_office_kind
 from .opendocument import extract_odp, extract_ods, extract_odt
@@ -51,6 +52,7 @@ class DocFormat(enum.StrEnum):
     XLSX = "xlsx"
     CSV = "csv"
     JSON = "json"
+    NOTEBOOK = "notebook"
     CODE = "code"
     ODT = "odt"
     ODS = "ods"
@@ -107,6 +109,10 @@ class FormatSpec:
 _ZIP_TYPES = frozenset({"application/zip", "application/x-zip-compressed", "application/x-zip"})
 _OOXML = "application/vnd.openxmlformats-officedocument"
 _ODF = "application/vnd.oasis.opendocument"
+# MIME types are compared lower-cased (`normalize_mime`).
+_MACRO_WORD = "application/vnd.ms-word.document.macroenabled.12"
+_MACRO_POWERPOINT = "application/vnd.ms-powerpoint.presentation.macroenabled.12"
+_MACRO_EXCEL = "application/vnd.ms-excel.sheet.macroenabled.12"
 
 FORMATS: dict[DocFormat, FormatSpec] = {
     spec.format: spec
@@ -139,8 +145,9 @@ FORMATS: dict[DocFormat, FormatSpec] = {
         FormatSpec(
             DocFormat.TEXT,
             "plain text",
-            (".txt", ".text"),
-            frozenset({"text/plain"}),
+            # LaTeX and reStructuredText are read as they are written: their markup is mostly words.
+            (".txt", ".text", ".tex", ".latex", ".ltx", ".rst"),
+            frozenset({"text/plain", "text/x-tex", "application/x-tex", "application/x-latex", "text/x-rst"}),
             looks_like_text,
             is_text=True,
             canonical_mime="text/plain",
@@ -163,9 +170,9 @@ FORMATS: dict[DocFormat, FormatSpec] = {
         FormatSpec(
             DocFormat.DOCX,
             "Word",
-            (".docx",),
+            (".docx", ".docm"),  # macro-enabled: the same XML (macros never run)
             # Old Windows registries send application/msword for every Word file.
-            frozenset({f"{_OOXML}.wordprocessingml.document", "application/msword"}) | _ZIP_TYPES,
+            frozenset({f"{_OOXML}.wordprocessingml.document", "application/msword", _MACRO_WORD}) | _ZIP_TYPES,
             _office("docx"),
             is_text=False,
             canonical_mime=f"{_OOXML}.wordprocessingml.document",
@@ -176,8 +183,9 @@ FORMATS: dict[DocFormat, FormatSpec] = {
         FormatSpec(
             DocFormat.PPTX,
             "PowerPoint",
-            (".pptx",),
-            frozenset({f"{_OOXML}.presentationml.presentation", "application/vnd.ms-powerpoint"}) | _ZIP_TYPES,
+            (".pptx", ".pptm"),  # macro-enabled: the same XML (macros never run)
+            frozenset({f"{_OOXML}.presentationml.presentation", "application/vnd.ms-powerpoint", _MACRO_POWERPOINT})
+            | _ZIP_TYPES,
             _office("pptx"),
             is_text=False,
             canonical_mime=f"{_OOXML}.presentationml.presentation",
@@ -188,8 +196,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
         FormatSpec(
             DocFormat.XLSX,
             "Excel",
-            (".xlsx",),
-            frozenset({f"{_OOXML}.spreadsheetml.sheet", "application/vnd.ms-excel"}) | _ZIP_TYPES,
+            (".xlsx", ".xlsm"),  # macro-enabled: the same XML (macros never run)
+            frozenset({f"{_OOXML}.spreadsheetml.sheet", "application/vnd.ms-excel", _MACRO_EXCEL}) | _ZIP_TYPES,
             _office("xlsx"),
             is_text=False,
             canonical_mime=f"{_OOXML}.spreadsheetml.sheet",
@@ -232,6 +240,18 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             noun="JSON",
             family="text",
             extract=_bytes_only(extract_json),
+        ),
+        FormatSpec(
+            DocFormat.NOTEBOOK,
+            "Jupyter notebook",
+            (".ipynb",),
+            frozenset({"application/x-ipynb+json", "application/json", "text/plain"}),
+            looks_like_json,
+            is_text=True,
+            canonical_mime="application/x-ipynb+json",
+            noun="a Jupyter notebook",
+            family="text",
+            extract=_bytes_only(extract_notebook),
         ),
         FormatSpec(
             DocFormat.ODT,
