@@ -12,7 +12,10 @@ INGEST_TIMEOUT = 600.0  # seconds the front waits for an ingestion (or a large e
 
 #: What an upload may be, in the words of its tool description: each of the worker's formats
 #: names one of these as its `family` (rag_worker.ingest.formats; a test checks both ways).
-UPLOAD_FAMILIES = ("PDF or scan", "image", "Office or OpenDocument", "EPUB", "RTF", "HTML", "Markdown", "text", "code")
+UPLOAD_FAMILIES = (
+    "PDF or scan", "image", "Office or OpenDocument", "EPUB", "RTF", "HTML", "Markdown", "text", "code",
+    "e-mail", "ZIP of documents",
+)
 
 
 def upload_formats_text() -> str:

@@ -57,6 +57,7 @@ class Failure(enum.Enum):
     UNSAFE_XML = enum.auto()
     DAMAGED_ARCHIVE = enum.auto()
     DRM_PROTECTED = enum.auto()
+    NESTED_TOO_DEEP = enum.auto()
     # Scans and images (OCR)
     DAMAGED_IMAGE = enum.auto()
     TOO_MANY_PIXELS = enum.auto()
@@ -208,6 +209,11 @@ FAILURES: dict[Failure, FailureInfo] = {
         ErrorCode.EXTRACTION_FAILED,
         "The e-book is DRM-protected (its content is encrypted), so its text cannot be read.",
         "Upload a DRM-free copy of the e-book.",
+    ),
+    Failure.NESTED_TOO_DEEP: FailureInfo(
+        ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+        "The file holds archives or e-mails nested too deep to be read.",
+        "Unpack the inner archives (or save the attachments) and upload those files.",
     ),
     Failure.DAMAGED_DOCUMENT: FailureInfo(
         ErrorCode.EXTRACTION_FAILED,
