@@ -15,7 +15,7 @@ from rag_worker.ingest import containers
 from rag_worker.ingest.detection import detect_format
 from rag_worker.ingest.extraction import extract_document
 from rag_worker.ingest.formats import DocFormat
-from tests.fixtures.documents import make_docx, make_pdf
+from tests.fixtures.documents import make_docx, make_pdf, make_zip
 
 PDF_FACT = "The Orinoco pump was serviced on 3 May by Ingrid Dahl."
 DOCX_FACT = "The Orinoco budget is 4,200 EUR."
@@ -34,14 +34,6 @@ def make_email(*, attachments: dict[str, bytes] | None = None, html: str | None 
         maintype, subtype = ("application", "pdf") if name.endswith(".pdf") else ("application", "octet-stream")
         message.add_attachment(data, maintype=maintype, subtype=subtype, filename=name)
     return message.as_bytes()
-
-
-def make_zip(entries: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in entries.items():
-            archive.writestr(name, data)
-    return out.getvalue()
 
 
 def extract(data: bytes, name: str) -> tuple[DocFormat, str, list[str]]:
