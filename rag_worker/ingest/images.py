@@ -17,7 +17,17 @@ from protocol.errors import ErrorCode, RagError
 
 from .extracted import DocumentBuilder, ExtractedDocument
 from .failures import Failure, refuse
-from .ocr import OCR_OFF_ADVICE, OcrBudget, OcrOptions, check_pixels, ocr_image, page_warnings
+from .ocr import (
+    OCR_OFF_ADVICE,
+    OcrBudget,
+    OcrNotes,
+    OcrOptions,
+    OcrReading,
+    check_pixels,
+    ocr_image,
+    page_warnings,
+    read_image,
+)
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -58,7 +68,7 @@ def _open_image(data: bytes) -> Image:
     return image
 
 
-def _frame_lines(image: Image, number: int) -> list[str]:
+def _frame_reading(image: Image, number: int) -> OcrReading:
     """OCR one frame (page) of an image file, after its pixel bound and EXIF orientation."""
     from PIL import ImageOps
 
@@ -68,7 +78,7 @@ def _frame_lines(image: Image, number: int) -> list[str]:
     except (OSError, ValueError, SyntaxError):
         logger.info("image: frame %d cannot be decoded", number, exc_info=True)
         raise refuse(Failure.DAMAGED_IMAGE) from None
-    return ocr_image(frame)
+    return read_image(frame)
 
 
 def extract_image(data: bytes, *, ocr: OcrOptions, max_pages: int) -> ExtractedDocument:
@@ -91,6 +101,7 @@ def extract_image(data: bytes, *, ocr: OcrOptions, max_pages: int) -> ExtractedD
             details={"pages": frames, "max_pages": max_pages},
         )
     budget = OcrBudget(ocr)
+    notes = OcrNotes()
     builder = DocumentBuilder()
     read: list[int] = []
     empty: list[int] = []
@@ -98,18 +109,18 @@ def extract_image(data: bytes, *, ocr: OcrOptions, max_pages: int) -> ExtractedD
         builder.new_page()
         if not budget.allows(number):
             continue
-        lines = _frame_lines(frame, number)
+        lines = notes.record(number, _frame_reading(frame, number))
         (read if lines else empty).append(number)
         if not builder.extend(lines):
             break
     if not read:
         raise refuse(Failure.NO_TEXT_IN_SCAN, NO_IMAGE_TEXT_MESSAGE)
     document = builder.build(title=None, empty_message=NO_IMAGE_TEXT_MESSAGE)
-    notes = ["The image was read by OCR; check names and numbers."] if frames == 1 else page_warnings(read, empty)
+    read_notes = ["The image was read by OCR; check names and numbers."] if frames == 1 else page_warnings(read, empty)
     skipped = budget.warning()
     return dataclasses.replace(
         document,
-        warnings=[*notes, *([skipped] if skipped else []), *document.warnings],
+        warnings=[*read_notes, *notes.warnings(), *([skipped] if skipped else []), *document.warnings],
         ocr_pages=read,
         empty_pages=empty,
     )

@@ -19,7 +19,7 @@ from pypdf.generic import DictionaryObject
 from .extracted import DEFAULT_MAX_PAGES, ExtractedDocument, count_words
 from .failures import FAILURES, Failure, refuse
 from .images import ScannedPages, pdf_page_lines
-from .ocr import MIN_TEXT_CHARS, OcrOptions, ocr_image, page_ranges
+from .ocr import MIN_TEXT_CHARS, OcrNotes, OcrOptions, page_ranges, read_image
 from .pdf_pages import RenderedPages, unreadable_layer
 
 logger = logging.getLogger(__name__)
@@ -138,17 +138,21 @@ def _has_images(page: PageObject) -> bool:
         return False
 
 
-def _draws(rendered: RenderedPages, page: PageObject, number: int) -> bool:
-    """True if the page draws something OCR may read (pdfium's objects; pypdf's images without pdfium)."""
-    return rendered.draws(number - 1) if rendered.available else _has_images(page)
+def _needs_ocr(rendered: RenderedPages, page: PageObject, number: int, text: str) -> bool:
+    """True for a page whose text is in what it draws: a scan (an image, under at most a stamp's worth
+    of text) or text drawn as paths (no text layer at all; a chart's paths beside its labels are not)."""
+    if not rendered.available:
+        return _has_images(page)
+    image, paths = rendered.draws(number - 1)
+    return image or (paths and not text)
 
 
-def _page_ocr(rendered: RenderedPages, page: PageObject, number: int) -> Callable[[], list[str]]:
+def _page_ocr(rendered: RenderedPages, page: PageObject, number: int, notes: OcrNotes) -> Callable[[], list[str]]:
     """How page `number` is read by OCR: its rendering (JBIG2, vector text and all), else its decoded images."""
 
     def read() -> list[str]:
         image = rendered.render(number - 1) if rendered.available else None
-        return ocr_image(image) if image is not None else pdf_page_lines(page, number)
+        return notes.record(number, read_image(image)) if image is not None else pdf_page_lines(page, number)
 
     return read
 
@@ -206,6 +210,7 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
     pypdf_logger = logging.getLogger("pypdf")
     pypdf_logger.addHandler(problems)
     rendered = RenderedPages(data)
+    notes = OcrNotes()
     try:
         for number, page in enumerate(reader.pages, start=1):
             warnings_before = problems.count
@@ -219,11 +224,11 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
             if why is not None:
                 # Junk indexed as text buries the facts; the page is read from its rendering instead.
                 unreadable[number] = why
-                text = scans.read(number, "", _page_ocr(rendered, page, number))
-            elif not text and (raised or (problems.count > warnings_before and not _draws(rendered, page, number))):
+                text = scans.read(number, "", _page_ocr(rendered, page, number, notes))
+            elif not text and (raised or (problems.count > warnings_before and not _needs_ocr(rendered, page, number, text))):
                 failed.append(number)
-            elif len(text) < MIN_TEXT_CHARS and not raised and _draws(rendered, page, number):
-                text = scans.read(number, text, _page_ocr(rendered, page, number))
+            elif len(text) < MIN_TEXT_CHARS and not raised and _needs_ocr(rendered, page, number, text):
+                text = scans.read(number, text, _page_ocr(rendered, page, number, notes))
             page_offsets.append(offset)
             parts.append(text)
             offset += len(text) + len(PAGE_SEPARATOR)
@@ -242,6 +247,7 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
     empty = [n for n, part in enumerate(parts, start=1) if not part and n not in failed]
     warnings: list[str] = scans.warnings(empty)
     warnings.extend(_unreadable_warnings(unreadable, scans.ocr_pages))
+    warnings.extend(notes.warnings())
     if failed:
         warnings.append(f"{len(failed)} of {reachable} pages could not be read ({_page_list(failed)}).")
     if declared > reachable:

@@ -96,20 +96,21 @@ class RenderedPages:
     def available(self) -> bool:
         return self._document is not None
 
-    def draws(self, index: int) -> bool:
-        """True if page `index` (0-based) draws an image of scan size or a path: it may hold text OCR can read."""
+    def draws(self, index: int) -> tuple[bool, bool]:
+        """(an image of scan size, a path) page `index` (0-based) draws: where text OCR can read may be."""
         if self._document is None:
-            return False
+            return False, False
         try:
             with _PDFIUM_LOCK:
                 page = self._document[index]
                 try:
-                    return any(_may_hold_text(obj) for obj in page.get_objects(max_depth=_MAX_FORM_DEPTH))
+                    kinds = {_kind(obj) for obj in page.get_objects(max_depth=_MAX_FORM_DEPTH)}
                 finally:
                     page.close()
         except (pypdfium2.PdfiumError, ValueError, IndexError):
             logger.info("pdf: page %d objects cannot be listed", index + 1, exc_info=True)
-            return False
+            return False, False
+        return "image" in kinds, "path" in kinds
 
     def render(self, index: int) -> Image | None:
         """Page `index` (0-based) in grey at `RENDER_DPI`, turned as a viewer shows it; None if it cannot be drawn."""
@@ -139,14 +140,14 @@ class RenderedPages:
             self._document = None
 
 
-def _may_hold_text(obj: pypdfium2.PdfObject) -> bool:
-    """An image at least `_MIN_IMAGE_SIDE` pixels on a side, or any path (vector text is paths)."""
+def _kind(obj: pypdfium2.PdfObject) -> str | None:
+    """"image" for an image at least `_MIN_IMAGE_SIDE` pixels on a side, "path" for a path (vector text is paths)."""
     if obj.type == pdfium_c.FPDF_PAGEOBJ_PATH:
-        return True
+        return "path"
     if obj.type == pdfium_c.FPDF_PAGEOBJ_IMAGE:
         try:
             width, height = obj.get_px_size()
         except (pypdfium2.PdfiumError, AttributeError):
-            return True
-        return min(int(width), int(height)) >= _MIN_IMAGE_SIDE
-    return False
+            return "image"
+        return "image" if min(int(width), int(height)) >= _MIN_IMAGE_SIDE else None
+    return None
