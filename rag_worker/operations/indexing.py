@@ -235,6 +235,7 @@ def _catalog_record(source: SourceDocument, content_hash: str, track_id: str) ->
         "source_sha256": source.source_sha256,
         "ocr_pages": source.ocr_pages,
         "empty_pages": source.empty_pages,
+        "warnings": source.warnings,
     }
 
 
@@ -321,6 +322,7 @@ async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], rec
         # Scanned pages read by OCR, and pages that gave no text: what the document holds.
         "ocr_pages": list(record.get("ocr_pages") or []),
         "empty_pages": list(record.get("empty_pages") or []),
+        "warnings": list(record.get("warnings") or []),
     } | ({"progress": progress} if progress else {})
 
 
