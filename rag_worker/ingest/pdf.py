@@ -20,6 +20,7 @@ from .extracted import DEFAULT_MAX_PAGES, ExtractedDocument, count_words
 from .failures import FAILURES, Failure, refuse
 from .images import ScannedPages, pdf_page_lines
 from .ocr import MIN_TEXT_CHARS, OcrNotes, OcrOptions, page_ranges, read_image
+from .pdf_forms import form_lines
 from .pdf_pages import RenderedPages, unreadable_layer
 
 logger = logging.getLogger(__name__)
@@ -229,6 +230,9 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
                 failed.append(number)
             elif len(text) < MIN_TEXT_CHARS and not raised and _needs_ocr(rendered, page, number, text):
                 text = scans.read(number, text, _page_ocr(rendered, page, number, notes))
+            filled = form_lines(page)
+            if filled:
+                text = "\n".join([text, *filled]).strip("\n")
             page_offsets.append(offset)
             parts.append(text)
             offset += len(text) + len(PAGE_SEPARATOR)

@@ -91,12 +91,7 @@ def test_real_world_manual_is_read_from_its_text_layer_without_ocr() -> None:
 
 
 def _rml_test_pdfs() -> list[Path]:
-    try:
-        distribution = importlib.metadata.distribution("z3c.rml")
-    except importlib.metadata.PackageNotFoundError:
-        return []
-    folder = Path(str(distribution.locate_file("z3c/rml/tests/expected")))
-    return sorted(folder.glob("*.pdf"))[:40]
+    return _rml_test_pdfs_all()[:40]
 
 
 def test_real_pdfs_written_by_reportlab_keep_their_text_layers() -> None:
@@ -114,3 +109,25 @@ def test_real_pdfs_written_by_reportlab_keep_their_text_layers() -> None:
         if any("text layer" in warning for warning in document.warnings):
             flagged.append(path.name)
     assert flagged == []
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("tag-textField.pdf", ["Input 2:", "input2: Default Value"]), ("tag-selectField.pdf", ["select1: Option 2"])],
+)
+def test_filled_form_fields_of_real_pdfs_are_indexed_with_their_values(name: str, expected: list[str]) -> None:
+    """Issue 27 item 4: the z3c.rml test suite's form PDFs (ReportLab) keep their values, not just the labels."""
+    path = next((p for p in _rml_test_pdfs_all() if p.name == name), None)
+    if path is None:
+        pytest.skip("the z3c.rml package (test extra) is not installed")
+    text = extract_document(path.read_bytes(), DocFormat.PDF).text
+    assert all(line in text.splitlines() for line in expected)
+    assert "input1:" not in text  # an empty field says nothing
+
+
+def _rml_test_pdfs_all() -> list[Path]:
+    try:
+        distribution = importlib.metadata.distribution("z3c.rml")
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    return sorted(Path(str(distribution.locate_file("z3c/rml/tests/expected"))).glob("*.pdf"))
