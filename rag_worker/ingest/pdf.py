@@ -7,6 +7,7 @@ goes to the log only.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections.abc import Callable
@@ -158,6 +159,23 @@ def _page_ocr(rendered: RenderedPages, page: PageObject, number: int, notes: Ocr
     return read
 
 
+def _one_copy_of_shared_content(parts: list[str], rendered: RenderedPages) -> None:
+    """Pages with the very same text that draw one shared form XObject (a two-page spread drawn
+    once, each page showing its half) get the text inside their own page box, from pdfium, so
+    every sentence is indexed once, on the page that shows it."""
+    pages: dict[str, list[int]] = {}
+    for index, text in enumerate(parts):
+        if len(text) >= MIN_TEXT_CHARS:
+            pages.setdefault(text, []).append(index)
+    for indexes in pages.values():
+        if len(indexes) < 2 or not rendered.available:
+            continue
+        for index in indexes:
+            visible = _clean_page_text(rendered.visible_text(index))
+            if visible and len(visible) < len(parts[index]):
+                parts[index] = visible
+
+
 def _unreadable_warnings(unreadable: dict[int, str], ocr_pages: list[int]) -> list[str]:
     """What the result says about text layers that were not text: read by OCR instead, or left out."""
     if not unreadable:
@@ -202,11 +220,8 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
         )
 
     parts: list[str] = []
-    page_offsets: list[int] = []
     failed: list[int] = []
     unreadable: dict[int, str] = {}  # page → why its text layer is not its text
-    offset = 0
-    words = 0
     problems = _PypdfWarnings()
     pypdf_logger = logging.getLogger("pypdf")
     pypdf_logger.addHandler(problems)
@@ -233,13 +248,13 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
             filled = form_lines(page)
             if filled:
                 text = "\n".join([text, *filled]).strip("\n")
-            page_offsets.append(offset)
             parts.append(text)
-            offset += len(text) + len(PAGE_SEPARATOR)
-            words += count_words(text)
+        _one_copy_of_shared_content(parts, rendered)
     finally:
         pypdf_logger.removeHandler(problems)
         rendered.close()
+    words = sum(map(count_words, parts))
+    page_offsets = list(itertools.accumulate((len(part) + len(PAGE_SEPARATOR) for part in parts[:-1]), initial=0))
 
     if words == 0:
         damaged = failed or reachable == 0 or declared > reachable

@@ -112,6 +112,27 @@ class RenderedPages:
             return False, False
         return "image" in kinds, "path" in kinds
 
+    def visible_text(self, index: int) -> str:
+        """The text of page `index` (0-based) that lies inside its page box ("" when pdfium cannot read it)."""
+        if self._document is None:
+            return ""
+        try:
+            with _PDFIUM_LOCK:
+                page = self._document[index]
+                try:
+                    left, bottom, right, top = page.get_cropbox()  # in page space, as the characters' boxes
+                    textpage = page.get_textpage()
+                    try:
+                        text: str = textpage.get_text_bounded(left, bottom, right, top)
+                        return text
+                    finally:
+                        textpage.close()
+                finally:
+                    page.close()
+        except (pypdfium2.PdfiumError, ValueError, IndexError):
+            logger.info("pdf: page %d text cannot be read by pdfium", index + 1, exc_info=True)
+            return ""
+
     def render(self, index: int) -> Image | None:
         """Page `index` (0-based) in grey at `RENDER_DPI`, turned as a viewer shows it; None if it cannot be drawn."""
         if self._document is None:

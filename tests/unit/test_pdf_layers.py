@@ -15,7 +15,12 @@ from rag_worker.ingest.formats import DocFormat
 from rag_worker.ingest.ocr import OcrOptions
 from rag_worker.ingest.pdf_pages import unreadable_layer
 from tests.fixtures.documents import real_world_pdf
-from tests.fixtures.pdf_layers import make_glyph_name_layer_pdf, make_jbig2_scan_pdf, make_vector_text_pdf
+from tests.fixtures.pdf_layers import (
+    make_glyph_name_layer_pdf,
+    make_jbig2_scan_pdf,
+    make_spread_pdf,
+    make_vector_text_pdf,
+)
 
 FACT = ["The ZEPHYR-77 compressor was serviced by Ingrid Dahl.", "Invoice 4471 totals 1,250.00 EUR."]
 GLYPH_NAMES = "/g3/g133/g145/g12/g77/g3/g99/g45/g3/g133/g17/g201/g3/g88/g41"
@@ -131,3 +136,13 @@ def _rml_test_pdfs_all() -> list[Path]:
     except importlib.metadata.PackageNotFoundError:
         return []
     return sorted(Path(str(distribution.locate_file("z3c/rml/tests/expected"))).glob("*.pdf"))
+
+
+def test_two_page_spread_drawn_from_one_shared_form_is_indexed_once_each_half_on_its_page() -> None:
+    """Issue 27 item 5: each page draws the whole shared form; only its own half is on the page."""
+    left = ["Left page: the MARLIN pump was installed in 2019."] * 2
+    right = ["Right page: the CONDOR valve failed in 2021."] * 2
+    document = extract_document(make_spread_pdf(left, right), DocFormat.PDF)
+    first, second = document.text[: document.page_offsets[1]], document.text[document.page_offsets[1] :]
+    assert first.count("MARLIN") == 2 and "CONDOR" not in first
+    assert second.count("CONDOR") == 2 and "MARLIN" not in second
