@@ -45,8 +45,9 @@ NO_IMAGE_TEXT_MESSAGE = (
 )
 PDF_OCR_OFF_MESSAGE = f"The PDF has no text layer (its pages are scanned images). {OCR_OFF_ADVICE}"
 PDF_NO_OCR_TEXT_MESSAGE = (
-    "The PDF has no text layer and OCR found no readable text in its scanned pages; "
-    "upload a sharper scan (300 dpi) or a text-based PDF."
+    "The PDF has no text layer and OCR found no readable text on its pages as they are drawn (they hold "
+    "drawings or images without legible text); if it is a scan of a text, scan it at 300 dpi with good contrast, "
+    "or upload a text-based PDF."
 )
 
 

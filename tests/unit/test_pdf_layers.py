@@ -146,3 +146,16 @@ def test_two_page_spread_drawn_from_one_shared_form_is_indexed_once_each_half_on
     first, second = document.text[: document.page_offsets[1]], document.text[document.page_offsets[1] :]
     assert first.count("MARLIN") == 2 and "CONDOR" not in first
     assert second.count("CONDOR") == 2 and "MARLIN" not in second
+
+
+def test_pdf_of_drawings_without_text_is_refused_without_blaming_the_scan() -> None:
+    """The z3c.rml suite's line-drawing test (paths only): OCR of the drawn page finds no text, and
+    the refusal says so instead of asking for a sharper scan of a file that is no scan."""
+    path = next((p for p in _rml_test_pdfs_all() if p.name == "tag-lines.pdf"), None)
+    if path is None:
+        pytest.skip("the z3c.rml package (test extra) is not installed")
+    with pytest.raises(RagError) as caught:
+        extract_document(path.read_bytes(), DocFormat.PDF)
+    assert caught.value.code is ErrorCode.EXTRACTION_FAILED
+    assert "drawings or images without legible text" in caught.value.message
+    assert "sharper scan" not in caught.value.message
