@@ -44,6 +44,7 @@ class Failure(enum.Enum):
     LEGACY_EXCEL = enum.auto()
     LEGACY_POWERPOINT = enum.auto()
     PASSWORD_PROTECTED_OFFICE = enum.auto()
+    OUTLOOK_MESSAGE = enum.auto()
     # PDF
     ENCRYPTED_PDF = enum.auto()
     DAMAGED_PDF = enum.auto()
@@ -123,6 +124,13 @@ FAILURES: dict[Failure, FailureInfo] = {
         ErrorCode.UNSUPPORTED_FORMAT,
         "Old binary PowerPoint presentations (PPT) are not supported.",
         "Convert it to PPTX (File → Save As → PowerPoint Presentation) and upload that.",
+    ),
+    Failure.OUTLOOK_MESSAGE: FailureInfo(
+        ErrorCode.UNSUPPORTED_FORMAT,
+        "Outlook messages (MSG) are not read; e-mails saved as .eml are.",
+        "Save the message as an .eml file (drag it from a mail program such as Thunderbird or Apple Mail, or "
+        "forward it to one) or, in Outlook, as HTML or text (File → Save As), and upload that; send each "
+        "attachment as its own upload if needed.",
     ),
     Failure.PASSWORD_PROTECTED_OFFICE: FailureInfo(
         ErrorCode.EXTRACTION_FAILED,

@@ -158,3 +158,20 @@ def test_unlabelled_html_in_windows_1252_is_read_as_browsers_read_it() -> None:
     assert detect_format(data, "page.html", "text/html") is DocFormat.HTML
     text = extract_document(data, DocFormat.HTML).text
     assert "Résumé" in text and "Naïve “quotes” — café" in text
+
+
+def outlook_message() -> bytes:
+    """The start of an Outlook .msg: an OLE2 compound file whose directory names MAPI property streams."""
+    from rag_worker.ingest.legacy_office import OLE2_MAGIC
+
+    return OLE2_MAGIC + bytes(504) + "__substg1.0_0037001F".encode("utf-16-le") + bytes(1024)
+
+
+@pytest.mark.parametrize("name", ["mail.msg", "mail.doc", "mail"])
+def test_outlook_message_is_named_as_such_and_told_to_be_saved_as_eml(name: str) -> None:
+    with pytest.raises(RagError) as caught:
+        detect_format(outlook_message(), name, None)
+    assert caught.value.code is ErrorCode.UNSUPPORTED_FORMAT
+    assert "is an Outlook message (MSG); Outlook messages are not read, e-mails saved as .eml are." in caught.value.message
+    assert "old binary Office" not in caught.value.message
+    assert ".eml" in (caught.value.suggested_action or "")
