@@ -23,6 +23,7 @@ from protocol.errors import RagError
 from .extracted import DocumentBuilder, ExtractedDocument
 from .failures import Failure, refuse
 from .ooxml import DOCM_MAIN_CONTENT_TYPE, OfficeKind, check_office_package
+from .xlsx_comments import sheet_comments
 from .xml_parts import children_named, local_name, paragraphs_of, parse_xml, text_of
 
 logger = logging.getLogger(__name__)
@@ -368,6 +369,7 @@ def _sheet_rows(sheet: Any) -> Iterator[str]:
 def _read_xlsx(stream: BytesIO) -> ExtractedDocument:
     import openpyxl
 
+    comments = sheet_comments(stream.getvalue())
     workbook = openpyxl.load_workbook(stream, read_only=True, data_only=True, keep_links=False)
     builder = DocumentBuilder()
     rows = 0
@@ -387,6 +389,7 @@ def _read_xlsx(stream: BytesIO) -> ExtractedDocument:
                 rows += 1
             if rows > MAX_SHEET_ROWS or builder.truncated:
                 break
+            builder.extend(comments.get(sheet.title, []))
         title = _core_title(workbook.properties)
     finally:
         workbook.close()
