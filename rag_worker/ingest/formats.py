@@ -88,7 +88,7 @@ def _contained(item: Item, options: ExtractOptions) -> ExtractedDocument:
     from .detection import detect_format  # detection reads this table
 
     spec = FORMATS[detect_format(item.data, item.name, None)]
-    if not spec.walked:
+    if spec.family == "image":  # seconds of OCR each: a folder of photos zipped would outrun the time limit
         raise RagError(ErrorCode.UNSUPPORTED_FORMAT, f"{spec.noun} inside is not read by OCR; upload it on its own.")
     return spec.extract(item.data, options)
 
@@ -386,6 +386,7 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             noun="a ZIP archive",
             family="ZIP of documents",
             extract=_zip,
+            walked=False,  # a folder's archives are usually data or backups of what the walk reads anyway
         ),
         # Images are read by OCR.
         FormatSpec(
