@@ -130,8 +130,12 @@ def main() -> None:
     parser.add_argument("--project", type=Path, default=PROJECT_ROOT, help="the checkout whose readers are measured")
     parser.add_argument("--show-refused", action="store_true")
     options = parser.parse_args()
+    # The generated PDFs come from this checkout's fixtures (imported first: they use no rag_worker
+    # code), the readers from the measured one.
+    sys.path.insert(0, str(PROJECT_ROOT))
+    from tests.fixtures.pdf_layers import make_glyph_name_layer_pdf, make_jbig2_scan_pdf, make_vector_text_pdf
+
     sys.path.insert(0, str(options.project.resolve()))
-    sys.path.insert(1, str(PROJECT_ROOT))  # tests.fixtures for the generated PDFs
     from rag_worker.ingest.detection import detect_format
     from rag_worker.ingest.extraction import extract_document
 
@@ -142,8 +146,6 @@ def main() -> None:
     for set_name, path in real_files():
         expected = _pdftotext_words(path) if path.suffix == ".pdf" else None
         measure(tallies.setdefault(set_name, Tally()), path.name, path.read_bytes(), read, expected)
-
-    from tests.fixtures.pdf_layers import make_glyph_name_layer_pdf, make_jbig2_scan_pdf, make_vector_text_pdf
 
     lines = ["The ZEPHYR-77 compressor was serviced by Ingrid Dahl.", "Invoice 4471 totals 1,250.00 EUR."]
     known = {word.lower() for word in _WORD_RE.findall(" ".join(lines))}
