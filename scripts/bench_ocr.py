@@ -13,7 +13,13 @@ Then a scanned PDF of all the pages goes through `extract_isolated` (the worker'
 extractor process, engine loaded on demand) for pages/second end to end and the extractor
 process's RSS with OCR loaded.
 
+`--layout` measures pages as people scan them instead (issue 27): two-column pages (truth: the
+left column, then the right) and a one-column page turned 90°, 180° and 270°, for word accuracy
+in reading order (`in order`) and regardless of order (`words`).  `--project DIR` reads with
+another checkout (an exported older commit), so before and after come from the same script.
+
 Usage: python scripts/bench_ocr.py [--pages 6] [--json out.json]
+       python scripts/bench_ocr.py --layout [--project /tmp/before]
 """
 
 from __future__ import annotations
@@ -39,6 +45,54 @@ def word_accuracy(truth: list[str], lines: list[str]) -> float:
     expected = " ".join(truth).split()
     matcher = difflib.SequenceMatcher(a=expected, b=" ".join(lines).split(), autojunk=False)
     return sum(block.size for block in matcher.get_matching_blocks()) / len(expected)
+
+
+def word_share(truth: list[str], lines: list[str]) -> float:
+    """Share of the true words found, in any order (a multiset intersection)."""
+    from collections import Counter
+
+    expected = Counter(" ".join(truth).split())
+    found = Counter(" ".join(lines).split())
+    return sum((expected & found).values()) / sum(expected.values())
+
+
+def two_column_page(seed: int) -> tuple[list[str], Any]:
+    """An A4 page of two columns of 25 lines (5-word lines at 11 pt), as a journal prints them."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    left = [" ".join(line.split()[:5]) for line in random_lines(seed, 25)]
+    right = [" ".join(line.split()[:5]) for line in random_lines(seed + 100, 25)]
+    page = Image.new("L", (2480, 3508), 255)
+    draw = ImageDraw.Draw(page)
+    font = ImageFont.load_default(size=46)
+    for row, (a, b) in enumerate(zip(left, right, strict=True)):
+        draw.text((180, 200 + row * 74), a, font=font, fill=0)
+        draw.text((1300, 200 + row * 74), b, font=font, fill=0)
+    return left + right, page
+
+
+def layout_pages() -> list[tuple[str, list[str], Any]]:
+    pages = [(f"two columns {n}", *two_column_page(n)) for n in (1, 2)]
+    lines = random_lines(7, 20)
+    for turn in (90, 180, 270):
+        pages.append((f"turned {turn}", lines, render_page(lines).rotate(turn, expand=True, fillcolor=255)))
+    return pages
+
+
+def layout_main(project: Path | None) -> None:
+    if project is not None:
+        sys.path.insert(0, str(project.resolve()))
+        for name in [name for name in sys.modules if name.startswith("rag_worker")]:
+            del sys.modules[name]
+    from rag_worker.ingest import ocr as reader
+
+    reader.get_engine()
+    print("page              in order   words   s/page")
+    for name, truth, image in layout_pages():
+        started = time.perf_counter()
+        lines = reader.ocr_image(image)
+        elapsed = time.perf_counter() - started
+        print(f"{name:<17} {word_accuracy(truth, lines):>8.1%} {word_share(truth, lines):>7.1%} {elapsed:>8.2f}")
 
 
 def make_pages(count: int) -> list[tuple[list[str], Any]]:
@@ -100,7 +154,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=6)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--layout", action="store_true", help="two-column and turned pages instead")
+    parser.add_argument("--project", type=Path, help="with --layout: the checkout whose reader is measured")
     args = parser.parse_args()
+    if args.layout:
+        layout_main(args.project)
+        return 0
     pages = make_pages(args.pages)
     started = time.perf_counter()
     ocr.get_engine()

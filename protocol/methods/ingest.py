@@ -12,7 +12,10 @@ INGEST_TIMEOUT = 600.0  # seconds the front waits for an ingestion (or a large e
 
 #: What an upload may be, in the words of its tool description: each of the worker's formats
 #: names one of these as its `family` (rag_worker.ingest.formats; a test checks both ways).
-UPLOAD_FAMILIES = ("PDF or scan", "image", "Office or OpenDocument", "EPUB", "RTF", "HTML", "Markdown", "text", "code")
+UPLOAD_FAMILIES = (
+    "PDF or scan", "image", "Office or OpenDocument", "EPUB", "RTF", "HTML", "Markdown", "text", "code",
+    "e-mail", "ZIP of documents",
+)
 
 
 def upload_formats_text() -> str:
@@ -64,6 +67,12 @@ INGEST_RESULT = obj(
         "progress": open_object("While indexing: chunks_done, chunks_total, percent, stage."),
         "ocr_pages": array(integer(maximum=10**6), "Pages read by OCR.", max_items=100_000),
         "empty_pages": array(integer(maximum=10**6), "Pages that gave no text.", max_items=100_000),
+        "warnings": array(
+            string(max_length=1000),
+            "What did not read cleanly: pages OCR was unsure of or found turned, text layers that were not text, "
+            "files inside an archive or e-mail that were skipped.",
+            max_items=20,
+        ),
         "message": string(max_length=4000),
         "timings": open_object("Seconds spent decoding, extracting, queueing and waiting for indexing."),
     },

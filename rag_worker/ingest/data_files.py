@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import logging
 from collections.abc import Iterator
@@ -62,10 +63,17 @@ def extract_csv(data: bytes) -> ExtractedDocument:
     text = require_text(data)
     builder = DocumentBuilder()
     header: list[str] | None = None
+    title: str | None = None
     count = 0
-    for cells in _csv_rows(text):
-        if not any(cell.strip() for cell in cells):
-            continue
+    rows = (cells for cells in _csv_rows(text) if any(cell.strip() for cell in cells))
+    first = next(rows, None)
+    second = next(rows, None)
+    if first is not None and second is not None and _is_title_row(first, second):
+        # A title line above the column names ("Sales 2024" then "region, amount"): a title, not a header.
+        title = " ".join(" ".join(first).split())
+        builder.add(title)
+        first = None
+    for cells in itertools.chain(filter(None, (first, second)), rows):
         if header is None:
             header = [" ".join(cell.split()) or f"column {i}" for i, cell in enumerate(cells, start=1)]
             continue
@@ -82,7 +90,13 @@ def extract_csv(data: bytes) -> ExtractedDocument:
         count += 1
     if header is not None and count == 0:  # a header alone is still the file's content
         builder.add("; ".join(header))
-    return builder.build(title=None, empty_message="The CSV file contains no values.")
+    return builder.build(title=title, empty_message="The CSV file contains no values.")
+
+
+def _is_title_row(first: list[str], second: list[str]) -> bool:
+    """True when the first row is one filled cell above a row of several: a title, as spreadsheets export one."""
+    filled = [cell for cell in first if cell.strip()]
+    return len(filled) == 1 and sum(1 for cell in second if cell.strip()) >= 2
 
 
 def _scalar(value: Any) -> str:

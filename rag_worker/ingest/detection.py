@@ -107,7 +107,7 @@ def detect_format(data: bytes, filename: str, declared_mime: str | None) -> DocF
         if spec.is_text and content == "binary data":
             raise refuse(
                 Failure.BINARY_AS_TEXT,
-                f"binary content declared as text ({mime or ext}): the file is not UTF-8 or UTF-16 text.",
+                f"binary content declared as text ({mime or ext}): the file is not text in any known encoding.",
             )
         claim = f"declared {mime}" if mime else f"the file name ends in {ext}"
         raise refuse(Failure.CONTENT_MISMATCH, f"{claim} but the content is {content}, not {spec.noun}.")
@@ -116,9 +116,12 @@ def detect_format(data: bytes, filename: str, declared_mime: str | None) -> DocF
 
 def _legacy_refusal(kind: Failure, data: bytes, ext: str, mime: str | None) -> RagError:
     """The refusal of an old binary Office file or a password-protected one, naming what was sent."""
-    sent = f"'{ext}' file" if ext else f"file declared {mime}"
+    sent = f"'{ext}' file" if ext else f"file declared {mime}" if mime else "file"
     if kind is Failure.PASSWORD_PROTECTED_OFFICE:
         return refuse(kind, f"The {sent} is a password-protected Office file; its text cannot be read.")
+    if kind is Failure.OUTLOOK_MESSAGE:
+        return refuse(kind, f"The {sent} is {describe_content(data)}; Outlook messages are not read, "
+                            "e-mails saved as .eml are.")
     if not is_ole2(data):
         return refuse(kind, f"'{ext}' files (old binary Office format) are not supported; "
                             f"the content looks like {describe_content(data)}.")

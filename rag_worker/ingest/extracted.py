@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from protocol.errors import ErrorCode, RagError
 
@@ -21,6 +22,10 @@ class ExtractOptions:
     filename: str | None = None
     max_pages: int = DEFAULT_MAX_PAGES
     ocr: OcrOptions = field(default_factory=OcrOptions)
+    #: Inside an archive or e-mail: how deep, and the unpacking budget the whole upload shares
+    #: (`containers.ContainerBudget`).
+    container_depth: int = 0
+    container_budget: Any = None
 
 
 #: A format's extractor: the bytes, already identified as that format, to their text.

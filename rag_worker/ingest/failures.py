@@ -44,6 +44,7 @@ class Failure(enum.Enum):
     LEGACY_EXCEL = enum.auto()
     LEGACY_POWERPOINT = enum.auto()
     PASSWORD_PROTECTED_OFFICE = enum.auto()
+    OUTLOOK_MESSAGE = enum.auto()
     # PDF
     ENCRYPTED_PDF = enum.auto()
     DAMAGED_PDF = enum.auto()
@@ -57,6 +58,7 @@ class Failure(enum.Enum):
     UNSAFE_XML = enum.auto()
     DAMAGED_ARCHIVE = enum.auto()
     DRM_PROTECTED = enum.auto()
+    NESTED_TOO_DEEP = enum.auto()
     # Scans and images (OCR)
     DAMAGED_IMAGE = enum.auto()
     TOO_MANY_PIXELS = enum.auto()
@@ -105,7 +107,7 @@ FAILURES: dict[Failure, FailureInfo] = {
     ),
     Failure.BINARY_AS_TEXT: FailureInfo(
         ErrorCode.UNSUPPORTED_FORMAT,
-        "The file is declared as text but is not UTF-8 or UTF-16 text.",
+        "The file is declared as text but is not text in any known encoding.",
         "Save the file as UTF-8 text (or send it under its real type) and upload it again.",
     ),
     Failure.LEGACY_WORD: FailureInfo(
@@ -122,6 +124,13 @@ FAILURES: dict[Failure, FailureInfo] = {
         ErrorCode.UNSUPPORTED_FORMAT,
         "Old binary PowerPoint presentations (PPT) are not supported.",
         "Convert it to PPTX (File → Save As → PowerPoint Presentation) and upload that.",
+    ),
+    Failure.OUTLOOK_MESSAGE: FailureInfo(
+        ErrorCode.UNSUPPORTED_FORMAT,
+        "Outlook messages (MSG) are not read; e-mails saved as .eml are.",
+        "Save the message as an .eml file (drag it from a mail program such as Thunderbird or Apple Mail, or "
+        "forward it to one) or, in Outlook, as HTML or text (File → Save As), and upload that; send each "
+        "attachment as its own upload if needed.",
     ),
     Failure.PASSWORD_PROTECTED_OFFICE: FailureInfo(
         ErrorCode.EXTRACTION_FAILED,
@@ -208,6 +217,11 @@ FAILURES: dict[Failure, FailureInfo] = {
         ErrorCode.EXTRACTION_FAILED,
         "The e-book is DRM-protected (its content is encrypted), so its text cannot be read.",
         "Upload a DRM-free copy of the e-book.",
+    ),
+    Failure.NESTED_TOO_DEEP: FailureInfo(
+        ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+        "The file holds archives or e-mails nested too deep to be read.",
+        "Unpack the inner archives (or save the attachments) and upload those files.",
     ),
     Failure.DAMAGED_DOCUMENT: FailureInfo(
         ErrorCode.EXTRACTION_FAILED,

@@ -13,7 +13,11 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from protocol.errors import ErrorCode, RagError
+
+from .containers import Item, extract_items, zip_items
 from .data_files import extract_csv, extract_json
+from .email_message import email_attachments, email_head, looks_like_email, parse_email
 from .epub import extract_epub
 from .extracted import ExtractedDocument, ExtractOptions, Extractor
 from .html_text import extract_html, looks_like_html
@@ -26,14 +30,15 @@ from .magic import (
     looks_like_text,
     looks_like_tiff,
 )
+from .notebook import extract_notebook
 from .office import extract_docx, extract_pptx, extract_xlsx
-from .ooxml import OfficeKind, is_office_kind
+from .ooxml import OfficeKind, is_office_kind, office_kind, open_zip
 from .opendocument import extract_odp, extract_ods, extract_odt
 from .pdf import extract_pdf
 from .rtf import extract_rtf, looks_like_rtf
 from .source_code import LANGUAGES, MIME_TYPES, extract_code
 from .text import extract_text_document
-from .zip_packages import PackageKind, is_package_kind
+from .zip_packages import PackageKind, is_package_kind, package_kind
 
 # Declared types that mean "I don't know": the extension and the bytes decide.
 UNKNOWN_MIME_TYPES = frozenset({"application/octet-stream", "binary/octet-stream", "application/unknown"})
@@ -51,6 +56,7 @@ class DocFormat(enum.StrEnum):
     XLSX = "xlsx"
     CSV = "csv"
     JSON = "json"
+    NOTEBOOK = "notebook"
     CODE = "code"
     ODT = "odt"
     ODS = "ods"
@@ -60,6 +66,8 @@ class DocFormat(enum.StrEnum):
     PNG = "png"
     JPEG = "jpeg"
     TIFF = "tiff"
+    EMAIL = "email"
+    ZIP = "zip"
 
 
 def _office(kind: OfficeKind) -> Callable[[bytes], bool]:
@@ -73,6 +81,37 @@ def _package(kind: PackageKind) -> Callable[[bytes], bool]:
 def _bytes_only(extract: Callable[[bytes], ExtractedDocument]) -> Extractor:
     """An extractor that needs nothing but the bytes."""
     return lambda data, _options: extract(data)
+
+
+def _contained(item: Item, options: ExtractOptions) -> ExtractedDocument:
+    """One file inside an archive or e-mail, detected and read like an upload of its own."""
+    from .detection import detect_format  # detection reads this table
+
+    spec = FORMATS[detect_format(item.data, item.name, None)]
+    if spec.family == "image":  # seconds of OCR each: a folder of photos zipped would outrun the time limit
+        raise RagError(ErrorCode.UNSUPPORTED_FORMAT, f"{spec.noun} inside is not read by OCR; upload it on its own.")
+    return spec.extract(item.data, options)
+
+
+def _email(data: bytes, options: ExtractOptions) -> ExtractedDocument:
+    message = parse_email(data)
+    name = options.filename or "message.eml"
+    return extract_items(email_attachments(message), name, options, _contained, head=email_head(message),
+                         empty_message="The e-mail has no text and no attachment that could be read.")
+
+
+def _zip(data: bytes, options: ExtractOptions) -> ExtractedDocument:
+    return extract_items(zip_items(data), options.filename or "archive.zip", options, _contained,
+                         empty_message="No file in the archive could be read.")
+
+
+def _is_plain_zip(data: bytes) -> bool:
+    """A zip that is not an Office, OpenDocument or EPUB package (those have their own rows)."""
+    archive = open_zip(data)
+    if archive is None:
+        return False
+    archive.close()
+    return office_kind(data) is None and package_kind(data) is None
 
 
 def _image(data: bytes, options: ExtractOptions) -> ExtractedDocument:
@@ -107,6 +146,10 @@ class FormatSpec:
 _ZIP_TYPES = frozenset({"application/zip", "application/x-zip-compressed", "application/x-zip"})
 _OOXML = "application/vnd.openxmlformats-officedocument"
 _ODF = "application/vnd.oasis.opendocument"
+# MIME types are compared lower-cased (`normalize_mime`).
+_MACRO_WORD = "application/vnd.ms-word.document.macroenabled.12"
+_MACRO_POWERPOINT = "application/vnd.ms-powerpoint.presentation.macroenabled.12"
+_MACRO_EXCEL = "application/vnd.ms-excel.sheet.macroenabled.12"
 
 FORMATS: dict[DocFormat, FormatSpec] = {
     spec.format: spec
@@ -139,8 +182,9 @@ FORMATS: dict[DocFormat, FormatSpec] = {
         FormatSpec(
             DocFormat.TEXT,
             "plain text",
-            (".txt", ".text"),
-            frozenset({"text/plain"}),
+            # LaTeX and reStructuredText are read as they are written: their markup is mostly words.
+            (".txt", ".text", ".tex", ".latex", ".ltx", ".rst"),
+            frozenset({"text/plain", "text/x-tex", "application/x-tex", "application/x-latex", "text/x-rst"}),
             looks_like_text,
             is_text=True,
             canonical_mime="text/plain",
@@ -163,9 +207,9 @@ FORMATS: dict[DocFormat, FormatSpec] = {
         FormatSpec(
             DocFormat.DOCX,
             "Word",
-            (".docx",),
+            (".docx", ".docm"),  # macro-enabled: the same XML (macros never run)
             # Old Windows registries send application/msword for every Word file.
-            frozenset({f"{_OOXML}.wordprocessingml.document", "application/msword"}) | _ZIP_TYPES,
+            frozenset({f"{_OOXML}.wordprocessingml.document", "application/msword", _MACRO_WORD}) | _ZIP_TYPES,
             _office("docx"),
             is_text=False,
             canonical_mime=f"{_OOXML}.wordprocessingml.document",
@@ -176,8 +220,9 @@ FORMATS: dict[DocFormat, FormatSpec] = {
         FormatSpec(
             DocFormat.PPTX,
             "PowerPoint",
-            (".pptx",),
-            frozenset({f"{_OOXML}.presentationml.presentation", "application/vnd.ms-powerpoint"}) | _ZIP_TYPES,
+            (".pptx", ".pptm"),  # macro-enabled: the same XML (macros never run)
+            frozenset({f"{_OOXML}.presentationml.presentation", "application/vnd.ms-powerpoint", _MACRO_POWERPOINT})
+            | _ZIP_TYPES,
             _office("pptx"),
             is_text=False,
             canonical_mime=f"{_OOXML}.presentationml.presentation",
@@ -188,8 +233,8 @@ FORMATS: dict[DocFormat, FormatSpec] = {
         FormatSpec(
             DocFormat.XLSX,
             "Excel",
-            (".xlsx",),
-            frozenset({f"{_OOXML}.spreadsheetml.sheet", "application/vnd.ms-excel"}) | _ZIP_TYPES,
+            (".xlsx", ".xlsm"),  # macro-enabled: the same XML (macros never run)
+            frozenset({f"{_OOXML}.spreadsheetml.sheet", "application/vnd.ms-excel", _MACRO_EXCEL}) | _ZIP_TYPES,
             _office("xlsx"),
             is_text=False,
             canonical_mime=f"{_OOXML}.spreadsheetml.sheet",
@@ -232,6 +277,18 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             noun="JSON",
             family="text",
             extract=_bytes_only(extract_json),
+        ),
+        FormatSpec(
+            DocFormat.NOTEBOOK,
+            "Jupyter notebook",
+            (".ipynb",),
+            frozenset({"application/x-ipynb+json", "application/json", "text/plain"}),
+            looks_like_json,
+            is_text=True,
+            canonical_mime="application/x-ipynb+json",
+            noun="a Jupyter notebook",
+            family="text",
+            extract=_bytes_only(extract_notebook),
         ),
         FormatSpec(
             DocFormat.ODT,
@@ -305,6 +362,31 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             noun="source code",
             family="code",
             extract=lambda data, o: extract_code(data, o.filename),
+        ),
+        FormatSpec(
+            DocFormat.EMAIL,
+            "e-mail",
+            (".eml",),
+            frozenset({"message/rfc822", "text/plain"}),
+            looks_like_email,
+            is_text=False,
+            canonical_mime="message/rfc822",
+            noun="an e-mail",
+            family="e-mail",
+            extract=_email,
+        ),
+        FormatSpec(
+            DocFormat.ZIP,
+            "ZIP of documents",
+            (".zip",),
+            _ZIP_TYPES,
+            _is_plain_zip,
+            is_text=False,
+            canonical_mime="application/zip",
+            noun="a ZIP archive",
+            family="ZIP of documents",
+            extract=_zip,
+            walked=False,  # a folder's archives are usually data or backups of what the walk reads anyway
         ),
         # Images are read by OCR.
         FormatSpec(

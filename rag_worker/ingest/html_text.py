@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 
 from .extracted import DocumentBuilder, ExtractedDocument
 from .failures import Failure, refuse
-from .text import decode_text, normalize_newlines
+from .text import decode_text, decode_unicode, normalize_newlines
 
 logger = logging.getLogger(__name__)
 
@@ -37,17 +37,18 @@ _SUBSET_END_RE = re.compile(r"\]\s*>")
 
 
 def decode_html(data: bytes) -> str | None:
-    """The page as text: UTF-8/UTF-16 (BOM), else the `<meta charset>` it declares; None if binary."""
-    text = decode_text(data)
+    """The page as text: UTF-8/UTF-16 (BOM), else the `<meta charset>` it declares, else the
+    encoding it reads best in (windows-1252 on a tie, as browsers do); None if binary."""
+    text = decode_unicode(data)
     if text is not None or b"\x00" in data:
         return text
     match = _META_CHARSET_RE.search(data[:_SNIFF_BYTES])
     if match is None:
-        return None
+        return decode_text(data)
     try:
         encoding = codecs.lookup(match.group(1).decode("ascii")).name
     except (LookupError, UnicodeDecodeError):
-        return None
+        return decode_text(data)
     return data.decode(encoding, errors="replace")
 
 
@@ -193,7 +194,7 @@ def extract_html(data: bytes) -> ExtractedDocument:
     if text is None:
         raise refuse(
             Failure.BINARY_AS_TEXT,
-            "binary content declared as HTML: the file is not UTF-8 or UTF-16 text and names no known charset.",
+            "binary content declared as HTML: the file is not text in any known encoding.",
         )
     text = _drop_internal_subset(text)
     builder = DocumentBuilder()

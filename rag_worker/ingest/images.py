@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import warnings
+from collections.abc import Callable
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,17 @@ from protocol.errors import RagError
 
 from .extracted import DocumentBuilder, ExtractedDocument
 from .failures import Failure, refuse
-from .ocr import OCR_OFF_ADVICE, OcrBudget, OcrOptions, check_pixels, ocr_image, page_warnings
+from .ocr import (
+    OCR_OFF_ADVICE,
+    OcrBudget,
+    OcrNotes,
+    OcrOptions,
+    OcrReading,
+    check_pixels,
+    ocr_image,
+    page_warnings,
+    read_image,
+)
 from .page_counts import tiff_page_count, too_many_pages
 
 if TYPE_CHECKING:
@@ -35,8 +46,9 @@ NO_IMAGE_TEXT_MESSAGE = (
 )
 PDF_OCR_OFF_MESSAGE = f"The PDF has no text layer (its pages are scanned images). {OCR_OFF_ADVICE}"
 PDF_NO_OCR_TEXT_MESSAGE = (
-    "The PDF has no text layer and OCR found no readable text in its scanned pages; "
-    "upload a sharper scan (300 dpi) or a text-based PDF."
+    "The PDF has no text layer and OCR found no readable text on its pages as they are drawn (they hold "
+    "drawings or images without legible text); if it is a scan of a text, scan it at 300 dpi with good contrast, "
+    "or upload a text-based PDF."
 )
 
 
@@ -58,7 +70,7 @@ def _open_image(data: bytes) -> Image:
     return image
 
 
-def _frame_lines(image: Image, number: int) -> list[str]:
+def _frame_reading(image: Image, number: int) -> OcrReading:
     """OCR one frame (page) of an image file, after its pixel bound and EXIF orientation."""
     from PIL import ImageOps
 
@@ -68,7 +80,7 @@ def _frame_lines(image: Image, number: int) -> list[str]:
     except (OSError, ValueError, SyntaxError):
         logger.info("image: frame %d cannot be decoded", number, exc_info=True)
         raise refuse(Failure.DAMAGED_IMAGE) from None
-    return ocr_image(frame)
+    return read_image(frame)
 
 
 def extract_image(data: bytes, *, ocr: OcrOptions, max_pages: int) -> ExtractedDocument:
@@ -91,6 +103,7 @@ def extract_image(data: bytes, *, ocr: OcrOptions, max_pages: int) -> ExtractedD
     if frames > max_pages:
         raise too_many_pages("image", frames, max_pages)
     budget = OcrBudget(ocr)
+    notes = OcrNotes()
     builder = DocumentBuilder()
     read: list[int] = []
     empty: list[int] = []
@@ -98,18 +111,18 @@ def extract_image(data: bytes, *, ocr: OcrOptions, max_pages: int) -> ExtractedD
         builder.new_page()
         if not budget.allows(number):
             continue
-        lines = _frame_lines(frame, number)
+        lines = notes.record(number, _frame_reading(frame, number))
         (read if lines else empty).append(number)
         if not builder.extend(lines):
             break
     if not read:
         raise refuse(Failure.NO_TEXT_IN_SCAN, NO_IMAGE_TEXT_MESSAGE)
     document = builder.build(title=None, empty_message=NO_IMAGE_TEXT_MESSAGE)
-    notes = ["The image was read by OCR; check names and numbers."] if frames == 1 else page_warnings(read, empty)
+    read_notes = ["The image was read by OCR; check names and numbers."] if frames == 1 else page_warnings(read, empty)
     skipped = budget.warning()
     return dataclasses.replace(
         document,
-        warnings=[*notes, *([skipped] if skipped else []), *document.warnings],
+        warnings=[*read_notes, *notes.warnings(), *([skipped] if skipped else []), *document.warnings],
         ocr_pages=read,
         empty_pages=empty,
     )
@@ -129,15 +142,16 @@ class ScannedPages:
         self.unread: list[int] = []  # pages OCR would have read had it been on
         self.attempted = 0
 
-    def read(self, page: PageObject, number: int, text: str) -> str:
-        """The text of scanned page `number`, whose own text layer gave only `text`."""
+    def read(self, number: int, text: str, ocr_lines: Callable[[], list[str]]) -> str:
+        """The text of scanned page `number`, whose own text layer gave only `text`;
+        `ocr_lines` reads the page (its rendering or its images) by OCR."""
         if not self.options.enabled:
             self.unread.append(number)
             return text
         if not self.budget.allows(number):
             return text
         self.attempted += 1
-        lines = pdf_page_lines(page, number)
+        lines = ocr_lines()
         if not lines:
             return text
         self.ocr_pages.append(number)

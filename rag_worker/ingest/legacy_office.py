@@ -12,6 +12,8 @@ from .failures import Failure
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 # The stream name an encrypted OOXML package is stored under, as the directory holds it (UTF-16LE).
 _ENCRYPTED_PACKAGE = "EncryptedPackage".encode("utf-16-le")
+# The stream name prefix of an Outlook message's properties, as the directory holds it (UTF-16LE).
+_MAPI_PROPERTY_STREAM = "__substg1.0_".encode("utf-16-le")
 
 LEGACY_EXTENSIONS: dict[str, Failure] = {
     ".doc": Failure.LEGACY_WORD,
@@ -23,6 +25,7 @@ LEGACY_EXTENSIONS: dict[str, Failure] = {
     ".ppt": Failure.LEGACY_POWERPOINT,
     ".pps": Failure.LEGACY_POWERPOINT,
     ".pot": Failure.LEGACY_POWERPOINT,
+    ".msg": Failure.OUTLOOK_MESSAGE,
 }
 _BY_TARGET = {
     ".docx": Failure.LEGACY_WORD,
@@ -44,15 +47,24 @@ def is_encrypted_ooxml(data: bytes) -> bool:
     return is_ole2(data) and _ENCRYPTED_PACKAGE in data[:1_048_576]
 
 
+def is_outlook_message(data: bytes) -> bool:
+    """True for an Outlook .msg file (an OLE2 file whose streams hold MAPI properties, `__substg1.0_…`)."""
+    return is_ole2(data) and _MAPI_PROPERTY_STREAM in data[:1_048_576]
+
+
 def describe_ole2(data: bytes) -> str:
     """What an OLE2 file is, for messages."""
     if is_encrypted_ooxml(data):
         return "a password-protected Office file"
+    if is_outlook_message(data):
+        return "an Outlook message (MSG)"
     return "an old binary Office file (DOC, XLS or PPT)"
 
 
 def legacy_failure(data: bytes, ext: str, mime: str | None) -> Failure | None:
     """The refusal for an OLE2 upload named or declared as Office, or a legacy extension; None otherwise."""
+    if is_outlook_message(data):
+        return Failure.OUTLOOK_MESSAGE  # whatever it is named: the fix is the same
     if ext in LEGACY_EXTENSIONS:
         return Failure.PASSWORD_PROTECTED_OFFICE if is_encrypted_ooxml(data) else LEGACY_EXTENSIONS[ext]
     if not is_ole2(data):

@@ -35,6 +35,23 @@ _STRAY_ZWJ_RE = regex.compile(r"(?<![\p{Extended_Pictographic}\uFE0F\U0001F3FB-\
 _INNER_SPACES_RE = re.compile(r"(?<=\S)(?:[^\S\n]{2,}|[^\S \n])(?=\S)")
 _TRAILING_SPACES_RE = re.compile(r"[^\S\n]+(?=\n|\Z)")
 _BLANK_LINES_RE = re.compile(r"\n{3,}")
+# Compatibility characters NFKC would make misleading: "2½" becomes "21⁄2" (read as 21/2) and
+# "10²" becomes "102".  They are spelled out first: "2 1/2", "10^2".  (NFKC turns "½" alone into
+# "1⁄2"; its fraction slash becomes "/" so the digits read as a fraction.)
+_VULGAR_FRACTION_RE = re.compile("(\\d?)([\u00bc-\u00be\u2150-\u215e\u2189])")
+_DIGIT_SUPERSCRIPT_RE = re.compile("(?<=\\d)[\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+")
+_COMPATIBILITY_DAMAGE = frozenset("\u00bc\u00bd\u00be\u2044\u2070\u00b9\u00b2\u00b3\u2189") | frozenset(
+    map(chr, range(0x2150, 0x215F))
+) | frozenset(map(chr, range(0x2074, 0x207A)))
+
+
+def _spell_out_compatibility(text: str) -> str:
+    """Fractions and superscript digits written so NFKC cannot fuse them with the digits before them."""
+    text = _VULGAR_FRACTION_RE.sub(
+        lambda m: (m[1] + " " if m[1] else "") + unicodedata.normalize("NFKC", m[2]), text
+    )
+    text = _DIGIT_SUPERSCRIPT_RE.sub(lambda m: "^" + unicodedata.normalize("NFKC", m[0]), text)
+    return text.replace("\u2044", "/")
 
 
 def normalize_text(text: str) -> str:
@@ -46,6 +63,8 @@ def normalize_text(text: str) -> str:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.isascii():
+        if not _COMPATIBILITY_DAMAGE.isdisjoint(text):
+            text = _spell_out_compatibility(text)
         text = unicodedata.normalize("NFKC", text)
         text = text.replace("\u2028", "\n").replace("\u2029", "\n\n")
         if "\u00ad" in text:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from config.settings import setting
 
 from .failures import Failure, refuse
+from .ocr_layout import lines_in_reading_order
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -236,46 +237,122 @@ def _prepared(image: Image) -> Image | None:
     return image
 
 
-def ocr_image(image: Image) -> list[str]:
-    """The text lines of `image`, top to bottom and left to right within a line."""
-    check_pixels(image.width, image.height, "The image")
-    prepared = _prepared(image)
-    if prepared is None:
-        return []
-    result = get_engine()(prepared)
+@dataclass(frozen=True)
+class OcrReading:
+    """What OCR read on one image: its lines in reading order, how sure it was, and how the image was turned."""
+
+    lines: list[str]
+    #: Mean recognition score of the kept lines, weighted by their length (0 when nothing was read).
+    confidence: float = 0.0
+    #: Degrees (counter-clockwise) the image was turned to read it: a page scanned sideways or upside down.
+    turned: int = 0
+    weight: float = 0.0  # score × characters, summed: how much was read, and how surely
+    #: Most text ran in tall boxes: the page lies sideways (the recogniser reads each line turned,
+    #: but the lines come out in the wrong order, run together).
+    sideways: bool = False
+
+    @property
+    def doubtful(self) -> bool:
+        """True when the text is likely wrong: low confidence (a poor scan, or a script the models do not read)."""
+        return bool(self.lines) and self.confidence < LOW_CONFIDENCE
+
+
+#: Below this confidence the page is also read turned by 180°, 90° and 270°, and the surest reading kept.
+TRY_TURNS_BELOW = 0.85
+#: Below this confidence the result warns that the page's text may be wrong.
+LOW_CONFIDENCE = 0.75
+
+
+def _recognise(image: Image, turned: int) -> OcrReading:
+    result = get_engine()(image)
     boxes = getattr(result, "boxes", None)
     texts = getattr(result, "txts", None)
     scores = getattr(result, "scores", None)
     if boxes is None or not texts:
-        return []
+        return OcrReading([], turned=turned)
     kept = [
-        (box, text)
+        (box, text, float(score))
         for box, text, score in zip(boxes, texts, scores or [1.0] * len(texts), strict=False)
         if text.strip() and score >= MIN_LINE_SCORE
     ]
-    return lines_in_reading_order([box for box, _ in kept], [text for _, text in kept])
+    chars = sum(len(text) for _, text, _ in kept)
+    weight = sum(score * len(text) for _, text, score in kept)
+    tall = sum(len(text) for box, text, _ in kept if _is_tall(box))
+    lines = lines_in_reading_order([box for box, _, _ in kept], [text for _, text, _ in kept])
+    return OcrReading(lines, weight / chars if chars else 0.0, turned, weight, sideways=tall > chars / 2)
 
 
-def lines_in_reading_order(boxes: Sequence[Any], texts: Sequence[str]) -> list[str]:
-    """Join text boxes into lines: boxes whose vertical centres are within half a line height
-    of each other are one line, read left to right; lines are read top to bottom.
+def _is_tall(corners: Any) -> bool:
+    xs = [float(point[0]) for point in corners]
+    ys = [float(point[1]) for point in corners]
+    return max(ys) - min(ys) > 1.5 * (max(xs) - min(xs))
 
-    `boxes` are four (x, y) corners per text, as the detector gives them.
-    """
-    items = []
-    for box, text in zip(boxes, texts, strict=True):
-        ys = [float(point[1]) for point in box]
-        xs = [float(point[0]) for point in box]
-        items.append(((min(ys) + max(ys)) / 2, max(ys) - min(ys), min(xs), text.strip()))
-    items.sort(key=lambda item: (item[0], item[2]))
-    lines: list[list[tuple[float, float, float, str]]] = []
-    for item in items:
-        current = lines[-1] if lines else None
-        if current is not None and abs(item[0] - current[0][0]) <= max(current[0][1], item[1]) / 2:
-            current.append(item)
-        else:
-            lines.append([item])
-    return [" ".join(text for *_, text in sorted(line, key=lambda item: item[2])) for line in lines]
+
+def read_image(image: Image) -> OcrReading:
+    """OCR `image`: its text lines in reading order (columns one after the other).  When OCR is
+    unsure of the upright image, the image is also read turned 180°, 90° and 270°, and the
+    reading with the most text read surely is kept (a page scanned sideways or upside down)."""
+    check_pixels(image.width, image.height, "The image")
+    prepared = _prepared(image)
+    if prepared is None:
+        return OcrReading([])
+    best = _recognise(prepared, 0)
+    if best.confidence < TRY_TURNS_BELOW or best.sideways:
+        upright = best
+        for turn in (90, 270, 180) if best.sideways else (180, 90, 270):
+            candidate = _recognise(prepared.rotate(turn, expand=True, fillcolor="white"), turn)
+            # A turned reading must be sure of itself: on a script the models do not read, every
+            # turn is junk, and the upright junk is at least in the page's own orientation.  A
+            # sideways page read upright may score as well as turned: nearly as well is enough.
+            enough = 0.8 * upright.weight if upright.sideways else best.weight
+            if candidate.confidence >= TRY_TURNS_BELOW and not candidate.sideways and candidate.weight > enough:
+                best = candidate
+                if upright.sideways:
+                    break
+    if best.turned:
+        logger.info("ocr: the image was read turned by %d degrees", best.turned)
+    return best
+
+
+@dataclass
+class OcrNotes:
+    """Pages of one document that OCR read unsurely or turned, for the result's warnings."""
+
+    doubtful: dict[int, float] = field(default_factory=dict)
+    turned: dict[int, int] = field(default_factory=dict)
+
+    def record(self, page: int, reading: OcrReading) -> list[str]:
+        """Note what is worth saying about page `page`'s reading; returns its lines."""
+        if reading.doubtful:
+            self.doubtful[page] = reading.confidence
+        if reading.turned:
+            self.turned[page] = reading.turned
+        return reading.lines
+
+    def warnings(self) -> list[str]:
+        notes = []
+        if self.turned:
+            pages = page_ranges(sorted(self.turned))
+            notes.append(f"{pages} {'was' if len(self.turned) == 1 else 'were'} scanned turned sideways or upside "
+                         "down and read turned upright.")
+        if self.doubtful:
+            pages = page_ranges(sorted(self.doubtful))
+            lowest = min(self.doubtful.values())
+            notes.append(
+                f"OCR read {pages} with low confidence (as low as {lowest:.0%}): the text may be wrong. The scan may be "
+                f"poor, or the script one the OCR models do not read ({OCR_SCRIPTS}); upload a sharper scan or a "
+                "text-based copy."
+            )
+        return notes
+
+
+#: The scripts the packaged models read, for the low-confidence warning.
+OCR_SCRIPTS = "they read Latin-script languages, Chinese and Japanese, not Korean, Hebrew, Arabic or Cyrillic"
+
+
+def ocr_image(image: Image) -> list[str]:
+    """The text lines of `image` in reading order (see `read_image`)."""
+    return read_image(image).lines
 
 
 def page_ranges(numbers: Sequence[int]) -> str:

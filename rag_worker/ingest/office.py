@@ -22,7 +22,8 @@ from protocol.errors import RagError
 
 from .extracted import DocumentBuilder, ExtractedDocument
 from .failures import Failure, refuse
-from .ooxml import OfficeKind, check_office_package
+from .ooxml import DOCM_MAIN_CONTENT_TYPE, OfficeKind, check_office_package
+from .xlsx_comments import sheet_comments
 from .xml_parts import children_named, local_name, paragraphs_of, parse_xml, text_of
 
 logger = logging.getLogger(__name__)
@@ -192,10 +193,23 @@ def _comment_line(comment: Any) -> str:
     return f"{author}: {text}" if text and author else text
 
 
-def _read_docx(stream: BytesIO) -> ExtractedDocument:
-    import docx
+_DOCM_MAIN_AS_WRITTEN = "application/vnd.ms-word.document.macroEnabled.main+xml"  # Word's spelling
 
-    document = docx.Document(stream)
+
+def _open_docx(stream: BytesIO) -> Any:
+    """The python-docx document of a DOCX or DOCM: `docx.Document` refuses the macro-enabled
+    main part's content type, though its XML is the same, so that type is mapped to the same part class."""
+    from docx.opc.part import PartFactory
+    from docx.package import Package
+    from docx.parts.document import DocumentPart
+
+    for content_type in (_DOCM_MAIN_AS_WRITTEN, DOCM_MAIN_CONTENT_TYPE):
+        PartFactory.part_type_for.setdefault(content_type, DocumentPart)
+    return Package.open(stream).main_document_part.document
+
+
+def _read_docx(stream: BytesIO) -> ExtractedDocument:
+    document = _open_docx(stream)
     builder = DocumentBuilder()
     kinds = _ParagraphKinds()
     first_heading: str | None = None
@@ -355,6 +369,7 @@ def _sheet_rows(sheet: Any) -> Iterator[str]:
 def _read_xlsx(stream: BytesIO) -> ExtractedDocument:
     import openpyxl
 
+    comments = sheet_comments(stream.getvalue())
     workbook = openpyxl.load_workbook(stream, read_only=True, data_only=True, keep_links=False)
     builder = DocumentBuilder()
     rows = 0
@@ -374,6 +389,7 @@ def _read_xlsx(stream: BytesIO) -> ExtractedDocument:
                 rows += 1
             if rows > MAX_SHEET_ROWS or builder.truncated:
                 break
+            builder.extend(comments.get(sheet.title, []))
         title = _core_title(workbook.properties)
     finally:
         workbook.close()

@@ -38,12 +38,16 @@ RATIO_CHECK_MIN_BYTES = 5 * 1024 * 1024
 MAX_CONTENT_TYPES_BYTES = 1024 * 1024
 
 CONTENT_TYPES_PART = "[Content_Types].xml"
-# The main part's content type names the format.  Only the plain (not macro-enabled or
-# template) types: those are what python-docx, python-pptx and openpyxl open as such.
+# The main part's content type names the format.  Macro-enabled files (.docm, .xlsm, .pptm)
+# are the same XML plus a macro part (never run, never read): they are read as their plain kind.
+DOCM_MAIN_CONTENT_TYPE = "application/vnd.ms-word.document.macroenabled.main+xml"
 MAIN_CONTENT_TYPES: dict[str, OfficeKind] = {
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml": "docx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml": "xlsx",
     "application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml": "pptx",
+    DOCM_MAIN_CONTENT_TYPE: "docx",
+    "application/vnd.ms-excel.sheet.macroenabled.main+xml": "xlsx",
+    "application/vnd.ms-powerpoint.presentation.macroenabled.main+xml": "pptx",
 }
 # Embedded objects (the workbook behind every PPTX chart) are zips themselves.  We never open
 # them, so they cannot recurse; anywhere else a nested archive has no business in a document.

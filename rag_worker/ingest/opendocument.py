@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import zipfile
 from collections.abc import Callable, Iterator
+from copy import deepcopy
 
 from lxml import etree
 
@@ -33,6 +35,7 @@ _DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
 _PRESENTATION = "{urn:oasis:names:tc:opendocument:xmlns:presentation:1.0}"
 _OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
 _STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
+_WORD_RE = re.compile(r"[^\W_]{2,}")
 _DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
 
 MAX_DEPTH = 64  # nesting of sections, lists, frames and tables; deeper content is skipped
@@ -143,6 +146,30 @@ def _side_lines(root: etree._Element) -> Iterator[str]:
         yield from comments
 
 
+# Fields a header or footer prints (page numbers, the sheet's name, the date): the file stores
+# placeholders for them ("???", "Page 1 / 99"), not what any printed page shows.
+_PRINT_FIELDS = tuple(f"{_TEXT}{name}" for name in (
+    "page-number", "page-count", "sheet-name", "date", "time", "file-name", "title", "chapter",
+))
+
+
+def _without_print_fields(element: etree._Element) -> list[str]:
+    """The lines of a header or footer with its print fields left out; a paragraph that held a field
+    and has at most one word besides it ("Page 1 / 99", "???") is boilerplate and dropped."""
+    copy = deepcopy(element)
+    lines = []
+    for paragraph in copy.iter(f"{_TEXT}p", f"{_TEXT}h"):
+        fields = list(paragraph.iter(*_PRINT_FIELDS))
+        for field in fields:
+            field.text = ""
+            for child in list(field):
+                field.remove(child)
+        text = inline_text(paragraph)
+        if text and not (fields and len(_WORD_RE.findall(text)) <= 1):
+            lines.append(text)
+    return lines
+
+
 def _headers_and_footers(styles: etree._Element | None) -> tuple[list[str], list[str]]:
     """(header lines, footer lines) of the master pages, each distinct text once."""
     headers: list[str] = []
@@ -153,7 +180,7 @@ def _headers_and_footers(styles: etree._Element | None) -> tuple[list[str], list
     for element in styles.iter():
         name = local_name(element)
         if name.startswith(("header", "footer")) and str(element.tag).startswith(_STYLE):
-            for line in block_lines(element):
+            for line in _without_print_fields(element):
                 if line not in seen:
                     seen.add(line)
                     (headers if name.startswith("header") else footers).append(line)

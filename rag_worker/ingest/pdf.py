@@ -7,8 +7,10 @@ goes to the log only.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
+from collections.abc import Callable
 from io import BytesIO
 
 from pypdf import PageObject, PasswordType, PdfReader
@@ -17,9 +19,11 @@ from pypdf.generic import DictionaryObject
 
 from .extracted import DEFAULT_MAX_PAGES, ExtractedDocument, count_words
 from .failures import FAILURES, Failure, refuse
-from .images import ScannedPages
-from .ocr import MIN_TEXT_CHARS, OcrOptions
+from .images import ScannedPages, pdf_page_lines
+from .ocr import MIN_TEXT_CHARS, OcrNotes, OcrOptions, page_ranges, read_image
 from .page_counts import too_many_pages
+from .pdf_forms import form_lines
+from .pdf_pages import RenderedPages, unreadable_layer
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +147,59 @@ def _has_images(page: PageObject) -> bool:
         return False
 
 
+def _needs_ocr(rendered: RenderedPages, page: PageObject, number: int, text: str) -> bool:
+    """True for a page whose text is in what it draws: a scan (an image, under at most a stamp's worth
+    of text) or text drawn as paths (no text layer at all; a chart's paths beside its labels are not)."""
+    if not rendered.available:
+        return _has_images(page)
+    image, paths = rendered.draws(number - 1)
+    return image or (paths and not text)
+
+
+def _page_ocr(rendered: RenderedPages, page: PageObject, number: int, notes: OcrNotes) -> Callable[[], list[str]]:
+    """How page `number` is read by OCR: its rendering (JBIG2, vector text and all), else its decoded images."""
+
+    def read() -> list[str]:
+        image = rendered.render(number - 1) if rendered.available else None
+        return notes.record(number, read_image(image)) if image is not None else pdf_page_lines(page, number)
+
+    return read
+
+
+def _one_copy_of_shared_content(parts: list[str], rendered: RenderedPages) -> None:
+    """Pages with the very same text that draw one shared form XObject (a two-page spread drawn
+    once, each page showing its half) get the text inside their own page box, from pdfium, so
+    every sentence is indexed once, on the page that shows it."""
+    pages: dict[str, list[int]] = {}
+    for index, text in enumerate(parts):
+        if len(text) >= MIN_TEXT_CHARS:
+            pages.setdefault(text, []).append(index)
+    for indexes in pages.values():
+        if len(indexes) < 2 or not rendered.available:
+            continue
+        for index in indexes:
+            visible = _clean_page_text(rendered.visible_text(index))
+            if visible and len(visible) < len(parts[index]):
+                parts[index] = visible
+
+
+def _unreadable_warnings(unreadable: dict[int, str], ocr_pages: list[int]) -> list[str]:
+    """What the result says about text layers that were not text: read by OCR instead, or left out."""
+    if not unreadable:
+        return []
+    reasons = sorted(set(unreadable.values()))
+    replaced = [n for n in unreadable if n in ocr_pages]
+    dropped = [n for n in unreadable if n not in ocr_pages]
+    notes = []
+    if replaced:
+        notes.append(f"The text layer of {page_ranges(replaced)} held {'; '.join(reasons)}; "
+                     f"{'they were' if len(replaced) > 1 else 'it was'} read from the rendered page by OCR instead.")
+    if dropped:
+        notes.append(f"The text layer of {page_ranges(dropped)} held {'; '.join(reasons)} and was left out "
+                     "(OCR could not read those pages).")
+    return notes
+
+
 def _page_list(numbers: list[int]) -> str:
     """`page 3` / `pages 2, 5, 9 and 4 more`."""
     shown = ", ".join(str(n) for n in numbers[:10])
@@ -164,13 +221,13 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
     reachable, declared = _page_count(reader, max_pages)
 
     parts: list[str] = []
-    page_offsets: list[int] = []
     failed: list[int] = []
-    offset = 0
-    words = 0
+    unreadable: dict[int, str] = {}  # page → why its text layer is not its text
     problems = _PypdfWarnings()
     pypdf_logger = logging.getLogger("pypdf")
     pypdf_logger.addHandler(problems)
+    rendered = RenderedPages(data)
+    notes = OcrNotes()
     try:
         for number, page in enumerate(reader.pages, start=1):
             warnings_before = problems.count
@@ -180,16 +237,25 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
             except Exception:
                 logger.info("pdf: page %d failed to extract", number, exc_info=True)
                 text, raised = "", True
-            if not text and (raised or (problems.count > warnings_before and not _has_images(page))):
+            why = unreadable_layer(text)
+            if why is not None:
+                # Junk indexed as text buries the facts; the page is read from its rendering instead.
+                unreadable[number] = why
+                text = scans.read(number, "", _page_ocr(rendered, page, number, notes))
+            elif not text and (raised or (problems.count > warnings_before and not _needs_ocr(rendered, page, number, text))):
                 failed.append(number)
-            elif len(text) < MIN_TEXT_CHARS and not raised and _has_images(page):
-                text = scans.read(page, number, text)
-            page_offsets.append(offset)
+            elif len(text) < MIN_TEXT_CHARS and not raised and _needs_ocr(rendered, page, number, text):
+                text = scans.read(number, text, _page_ocr(rendered, page, number, notes))
+            filled = form_lines(page)
+            if filled:
+                text = "\n".join([text, *filled]).strip("\n")
             parts.append(text)
-            offset += len(text) + len(PAGE_SEPARATOR)
-            words += count_words(text)
+        _one_copy_of_shared_content(parts, rendered)
     finally:
         pypdf_logger.removeHandler(problems)
+        rendered.close()
+    words = sum(map(count_words, parts))
+    page_offsets = list(itertools.accumulate((len(part) + len(PAGE_SEPARATOR) for part in parts[:-1]), initial=0))
 
     if words == 0:
         damaged = failed or reachable == 0 or declared > reachable
@@ -200,6 +266,8 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
 
     empty = [n for n, part in enumerate(parts, start=1) if not part and n not in failed]
     warnings: list[str] = scans.warnings(empty)
+    warnings.extend(_unreadable_warnings(unreadable, scans.ocr_pages))
+    warnings.extend(notes.warnings())
     if failed:
         warnings.append(f"{len(failed)} of {reachable} pages could not be read ({_page_list(failed)}).")
     if declared > reachable:

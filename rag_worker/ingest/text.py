@@ -20,8 +20,8 @@ _FRONT_MATTER_TITLE_RE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.IGNORECASE)
 EMPTY_TEXT_MESSAGE = "The file contains no text (it is empty or only whitespace)."
 
 
-def decode_text(data: bytes) -> str | None:
-    """`data` as text (UTF-8 with or without BOM, or UTF-16 with BOM), or None if it is not text.
+def decode_unicode(data: bytes) -> str | None:
+    """`data` as text if it is UTF-8 (with or without BOM) or UTF-16 with BOM, else None.
 
     Text never contains NUL; a NUL byte (or decoded U+0000) means binary content.
     """
@@ -38,6 +38,40 @@ def decode_text(data: bytes) -> str | None:
     if encoding == "utf-16" and "\x00" in text:
         return None
     return text
+
+
+def decode_text(data: bytes) -> str | None:
+    """`data` as text: Unicode (`decode_unicode`), else the legacy encoding it reads best in, or None.
+
+    Legacy encodings are guessed by charset-normalizer; on a tie windows-1252 wins, as browsers
+    read unlabelled pages (short Western text reads equally well in several code pages, and
+    only windows-1252 gets its curly quotes and accents right).  Bytes that read as no
+    encoding without control codes are binary.
+    """
+    text = decode_unicode(data)
+    if text is not None or _CONTROL_BYTES_RE.search(data):
+        return text
+    import charset_normalizer
+
+    matches = charset_normalizer.from_bytes(data)
+    best = matches.best()
+    if best is None:
+        try:
+            return data.decode("cp1252")  # too short to judge; its undefined bytes mean binary
+        except UnicodeDecodeError:
+            return None
+    tied = [match for match in matches if match.chaos <= best.chaos]
+    for encoding in _PREFERRED_ENCODINGS:
+        if any(encoding in match.could_be_from_charset for match in tied):
+            return data.decode(encoding, errors="replace")
+    return str(best)
+
+
+# Control codes that never appear in text (tab, line feed, form feed and carriage return do).
+_CONTROL_BYTES_RE = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+# Among encodings that read the bytes equally well: Windows' code pages, which is what a legacy
+# file sent today was saved in, windows-1252 first (browsers' default for unlabelled pages).
+_PREFERRED_ENCODINGS = ("cp1252", "cp1250", "cp1251", "cp1253", "cp1254", "cp1255", "cp1256", "cp1257", "cp1258")
 
 
 def normalize_newlines(text: str) -> str:
@@ -100,7 +134,7 @@ def require_text(data: bytes) -> str:
     if text is None:
         raise RagError(
             ErrorCode.UNSUPPORTED_FORMAT,
-            "binary content declared as text: the file is not UTF-8 or UTF-16 text; save it as UTF-8.",
+            "binary content declared as text: the file is not text in any known encoding; save it as UTF-8.",
         )
     return normalize_newlines(text)
 

@@ -51,15 +51,19 @@ class Enqueued:
     doc_id: str
     action: str  # indexed, replaced or already_indexed
     record: dict[str, Any]
-    started: float
+    started: float  # when work on the file began (the reported time counts from here)
     existing_row: dict[str, Any] | None = None  # its status row when already indexed (or queued)
+    queued_from: float = 0.0  # when queueing began (timings' queue_s)
 
 
-async def index_document(ctx: RequestContext, source: SourceDocument) -> dict[str, Any]:
-    """Index `source` in the caller's workspace following the ingestion rules."""
+async def index_document(ctx: RequestContext, source: SourceDocument, *, started: float | None = None) -> dict[str, Any]:
+    """Index `source` in the caller's workspace following the ingestion rules.
+
+    `started` (a `time.perf_counter()` value) is when the work on the file began, so the
+    reported time includes reading it (OCR included); by default, now."""
     ws = await ctx.state.engines.get(ctx.workspace)
     await ctx.progress(0, len(STAGES), f"checking {source.name}")
-    queued = await enqueue_document(ctx, ws, source)
+    queued = await enqueue_document(ctx, ws, source, started=started)
     if queued.existing_row is not None:
         return await describe_ingest(
             ws, queued.doc_id, queued.existing_row, queued.record, action=queued.action, started=queued.started
@@ -69,13 +73,15 @@ async def index_document(ctx: RequestContext, source: SourceDocument) -> dict[st
     row = await _wait_for(ctx, ws, queued.doc_id, ctx.deadline(ctx.state.settings.wait_seconds))
     result = await describe_ingest(ws, queued.doc_id, row, queued.record, action=queued.action, started=queued.started)
     result["timings"] = {
-        "queue_s": round(enqueued_at - queued.started, 4),
+        "queue_s": round(enqueued_at - queued.queued_from, 4),
         "index_wait_s": round(time.perf_counter() - enqueued_at, 4),
     }
     return result
 
 
-async def enqueue_document(ctx: RequestContext, ws: Workspace, source: SourceDocument) -> Enqueued:
+async def enqueue_document(
+    ctx: RequestContext, ws: Workspace, source: SourceDocument, *, started: float | None = None
+) -> Enqueued:
     """Queue `source` for indexing (not processing it; `start_processing` hands it to LightRAG).
 
     A document is its name and its bytes (for `lightrag_insert_text`: its title and text): the
@@ -85,7 +91,8 @@ async def enqueue_document(ctx: RequestContext, ws: Workspace, source: SourceDoc
     """
     from lightrag.utils import generate_track_id
 
-    started = time.perf_counter()
+    queued_from = time.perf_counter()
+    started = queued_from if started is None else started
     if source.source_sha256 is None:
         source = replace(source, source_sha256=_text_digest(source.text))
     text, content_hash = await _clean_and_hash_off_loop(ctx, source.text)
@@ -97,7 +104,7 @@ async def enqueue_document(ctx: RequestContext, ws: Workspace, source: SourceDoc
             record = await ws.catalog.get(doc_id) or {}
             if _same_file(record, source.source_sha256, content_hash):
                 if state_of(row.get("status")) != "failed":
-                    return Enqueued(doc_id, "already_indexed", record, started, existing_row=row)
+                    return Enqueued(doc_id, "already_indexed", record, started, existing_row=row, queued_from=queued_from)
                 await delete_version(ws, doc_id)  # a failed attempt at this very file: index it afresh
                 row = None
         text, content_hash = await _distinct_text(ctx, ws, doc_id, source.name, text, content_hash)
@@ -110,7 +117,7 @@ async def enqueue_document(ctx: RequestContext, ws: Workspace, source: SourceDoc
         queued = _queued_document(source, doc_id, text, _catalog_record(source, content_hash, track_id))
         await ws.intake.add(queued)
         ws.catalog.put(doc_id, queued.record)  # no await since it was queued: both or neither
-    return Enqueued(doc_id, action, queued.record, started)
+    return Enqueued(doc_id, action, queued.record, started, queued_from=queued_from)
 
 
 def _queued_document(source: SourceDocument, doc_id: str, text: str, record: dict[str, Any]) -> QueuedDocument:
@@ -228,6 +235,7 @@ def _catalog_record(source: SourceDocument, content_hash: str, track_id: str) ->
         "source_sha256": source.source_sha256,
         "ocr_pages": source.ocr_pages,
         "empty_pages": source.empty_pages,
+        "warnings": source.warnings,
     }
 
 
@@ -314,6 +322,7 @@ async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], rec
         # Scanned pages read by OCR, and pages that gave no text: what the document holds.
         "ocr_pages": list(record.get("ocr_pages") or []),
         "empty_pages": list(record.get("empty_pages") or []),
+        "warnings": list(record.get("warnings") or []),
     } | ({"progress": progress} if progress else {})
 
 

@@ -102,6 +102,11 @@ def state_of(status: Any) -> str:
     return str(value or "unknown")
 
 
+#: A document's record keeps at most this many extraction warnings, each cut to this length.
+MAX_RECORDED_WARNINGS = 20
+MAX_RECORDED_WARNING = 1000
+
+
 @dataclass
 class SourceDocument:
     """A document ready to index: its text and everything we record about it."""
@@ -121,6 +126,8 @@ class SourceDocument:
     source_sha256: str | None = None  # of the original bytes (path/url): unchanged files skip extraction
     ocr_pages: list[int] = field(default_factory=list)  # pages read by OCR (scans, images)
     empty_pages: list[int] = field(default_factory=list)  # pages that gave no text at all
+    #: What did not read cleanly (OCR unsure or turned, text layers replaced, files skipped in an archive).
+    warnings: list[str] = field(default_factory=list)
 
     @classmethod
     def from_extracted(cls, name: str, extracted: ExtractedDocument, **recorded: Any) -> SourceDocument:
@@ -133,6 +140,7 @@ class SourceDocument:
             word_count=extracted.words,
             ocr_pages=list(extracted.ocr_pages),
             empty_pages=list(extracted.empty_pages),
+            warnings=[warning[:MAX_RECORDED_WARNING] for warning in extracted.warnings[:MAX_RECORDED_WARNINGS]],
             **recorded,
         )
 

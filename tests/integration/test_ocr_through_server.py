@@ -89,3 +89,17 @@ async def test_with_ocr_off_scans_and_images_are_refused_saying_how_to_turn_it_o
             error = error_of(await client.call("upload_to_lightrag", upload_args(filename, data, mime)))
             assert error["error_code"] == "EXTRACTION_FAILED", (filename, error)
             assert "OCR is off" in error["error_message"] and "LIGHTRAG_MCP_OCR=auto" in error["error_message"]
+
+
+async def test_page_scanned_upside_down_is_indexed_upright_and_the_warning_kept_in_the_record(home: Path) -> None:
+    """Issue 27: the result, the document's status and its record say the page was turned."""
+    page = scans.render_page(SCAN_FACT).rotate(180)
+    async with running_server(home) as client:
+        result = await upload(client, "upside-down.png", scans.image_bytes([page], "PNG"), "image/png")
+        assert result["status"] == "processed", result
+        assert any("turned sideways or upside down" in warning for warning in result["warnings"]), result
+        status = await client.call("lightrag_get_status", {"document_ids": [result["document_id"]]})
+        [document] = status.structured_content["documents"]
+        assert document["warnings"] == result["warnings"]
+        found = await client.call("lightrag_query", {"query": "Who serviced the ZEPHYR-77 compressor?", "mode": "naive"})
+        assert any("Ingrid Dahl" in s["content"] for s in found.structured_content["sources"])

@@ -258,6 +258,11 @@ def test_every_failure_kind_has_a_code_message_and_its_own_advice() -> None:
         ("coder 👩\u200d💻", "coder 👩\u200d💻"),
         ("a  \t b   \n\n\n\nc", "a b\n\nc"),
         ("    indented  code", "    indented code"),
+        # Compatibility characters NFKC would fuse with the digits before them (issue 27, item 12)
+        ("a 2½-inch pipe", "a 2 1/2-inch pipe"),
+        ("½ cup and 3⅞ in", "1/2 cup and 3 7/8 in"),
+        ("1⁄2 inch", "1/2 inch"),
+        ("an area of 10² m²", "an area of 10^2 m2"),
     ],
 )
 def test_normalize_text(raw: str, normalized: str) -> None:
