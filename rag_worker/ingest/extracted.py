@@ -26,6 +26,10 @@ class ExtractOptions:
     #: (`containers.ContainerBudget`).
     container_depth: int = 0
     container_budget: Any = None
+    #: Reads one file found inside an archive or e-mail (detects its format, runs its row's
+    #: extractor): set by `extraction.extract_document`, which may import detection — the format
+    #: table cannot, since detection reads the table.
+    read_item: Any = None
 
 
 #: A format's extractor: the bytes, already identified as that format, to their text.

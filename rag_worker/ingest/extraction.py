@@ -6,6 +6,10 @@
 
 from __future__ import annotations
 
+from protocol.errors import ErrorCode, RagError
+
+from .containers import Item
+from .detection import detect_format
 from .extracted import DEFAULT_MAX_PAGES, ExtractedDocument, ExtractOptions
 from .formats import FORMATS, DocFormat
 from .normalize import normalize_document
@@ -26,5 +30,13 @@ def extract_document(
     `ocr` says whether scanned pages and images are read by OCR (default: on).  Every format
     passes through `normalize_document` here, once (ligatures, hyphenation, invisible glyphs).
     """
-    options = ExtractOptions(filename=filename, max_pages=max_pages, ocr=ocr or OcrOptions())
+    options = ExtractOptions(filename=filename, max_pages=max_pages, ocr=ocr or OcrOptions(), read_item=read_contained)
     return normalize_document(FORMATS[fmt].extract(data, options))
+
+
+def read_contained(item: Item, options: ExtractOptions) -> ExtractedDocument:
+    """One file inside an archive or e-mail, detected and read like an upload of its own."""
+    spec = FORMATS[detect_format(item.data, item.name, None)]
+    if spec.family == "image":  # seconds of OCR each: a folder of photos zipped would outrun the time limit
+        raise RagError(ErrorCode.UNSUPPORTED_FORMAT, f"{spec.noun} inside is not read by OCR; upload it on its own.")
+    return spec.extract(item.data, options)

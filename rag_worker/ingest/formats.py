@@ -83,25 +83,22 @@ def _bytes_only(extract: Callable[[bytes], ExtractedDocument]) -> Extractor:
     return lambda data, _options: extract(data)
 
 
-def _contained(item: Item, options: ExtractOptions) -> ExtractedDocument:
-    """One file inside an archive or e-mail, detected and read like an upload of its own."""
-    from .detection import detect_format  # detection reads this table
-
-    spec = FORMATS[detect_format(item.data, item.name, None)]
-    if spec.family == "image":  # seconds of OCR each: a folder of photos zipped would outrun the time limit
-        raise RagError(ErrorCode.UNSUPPORTED_FORMAT, f"{spec.noun} inside is not read by OCR; upload it on its own.")
-    return spec.extract(item.data, options)
+def _read_item(options: ExtractOptions) -> Callable[[Item, ExtractOptions], ExtractedDocument]:
+    if options.read_item is None:
+        raise RagError(ErrorCode.INTERNAL_ERROR, "An archive was read without a reader for its items.")
+    reader: Callable[[Item, ExtractOptions], ExtractedDocument] = options.read_item
+    return reader
 
 
 def _email(data: bytes, options: ExtractOptions) -> ExtractedDocument:
     message = parse_email(data)
     name = options.filename or "message.eml"
-    return extract_items(email_attachments(message), name, options, _contained, head=email_head(message),
+    return extract_items(email_attachments(message), name, options, _read_item(options), head=email_head(message),
                          empty_message="The e-mail has no text and no attachment that could be read.")
 
 
 def _zip(data: bytes, options: ExtractOptions) -> ExtractedDocument:
-    return extract_items(zip_items(data), options.filename or "archive.zip", options, _contained,
+    return extract_items(zip_items(data), options.filename or "archive.zip", options, _read_item(options),
                          empty_message="No file in the archive could be read.")
 
 
