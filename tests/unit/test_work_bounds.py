@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import io
+
 import anyio
 import pytest
+from PIL import Image
 
 from protocol.errors import ErrorCode, RagError
+from rag_worker.ingest.detection import detect_format
 from rag_worker.ingest.extraction import extract_document
 from rag_worker.ingest.formats import DocFormat
 from rag_worker.ingest.isolation import extract_isolated
-from rag_worker.ingest.page_counts import check_page_bound, pdf_declared_pages, tiff_page_count
+from rag_worker.ingest.page_counts import check_page_bound, pdf_declared_pages, png_frame_count, tiff_page_count
 from rag_worker.ingest.scheduling import FairSlots
 from tests.fixtures.documents import make_pdf
 from tests.fixtures.hostile_files import make_page_flood_tiff
@@ -65,6 +69,26 @@ def test_a_pdf_declaring_too_many_pages_is_refused_by_its_page_tree_count() -> N
     error = refusal(lambda: check_page_bound(lying, DocFormat.PDF, 2_000))
     assert error.code == ErrorCode.FILE_TOO_LARGE and "900,000 pages" in error.message
     assert refusal(lambda: extract_document(lying, DocFormat.PDF)).code == ErrorCode.FILE_TOO_LARGE
+
+
+def test_an_animated_png_declaring_too_many_frames_is_refused_from_its_header() -> None:
+    frames = [Image.new("L", (8, 8), shade) for shade in (0, 255, 128)]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, "PNG", save_all=True, append_images=frames[1:])
+    assert png_frame_count(buffer.getvalue()) == 3
+    check_page_bound(buffer.getvalue(), DocFormat.PNG, 3)
+    error = refusal(lambda: check_page_bound(buffer.getvalue(), DocFormat.PNG, 2))
+    assert error.code == ErrorCode.FILE_TOO_LARGE and "3 pages" in error.message
+    assert png_frame_count(image_bytes([render_page(["still"])], "PNG")) == 1
+
+
+@pytest.mark.parametrize("fmt", ["GIF", "WEBP"])
+def test_gif_and_webp_animations_are_refused_before_any_decoder(fmt: str) -> None:
+    frames = [Image.new("L", (8, 8), shade) for shade in (0, 255)]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, fmt, save_all=True, append_images=frames[1:])
+    error = refusal(lambda: detect_format(buffer.getvalue(), f"anim.{fmt.lower()}", None))
+    assert error.code == ErrorCode.UNSUPPORTED_FORMAT
 
 
 async def test_one_workspace_cannot_hold_every_extractor_slot() -> None:
