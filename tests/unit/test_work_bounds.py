@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import threading
 
 import anyio
 import pytest
@@ -155,3 +156,49 @@ async def test_a_call_cancelled_while_waiting_gives_up_its_place() -> None:
     async with slots.hold("b"):
         assert slots.held("b") == 1
     assert slots.held("b") == 0
+
+
+async def test_a_cancelled_call_keeps_its_slot_until_its_thread_is_done() -> None:
+    slots = FairSlots(size=2, per_owner=1)
+    limiter = anyio.CapacityLimiter(4)
+    parsing = threading.Event()
+    finish = threading.Event()
+
+    def slow_parse() -> str:
+        parsing.set()
+        finish.wait(10)
+        return "text"
+
+    with anyio.move_on_after(5) as scope:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: slots.run_in_thread("mallory", slow_parse, limiter=limiter))
+            await anyio.to_thread.run_sync(parsing.wait, 5)
+            tg.cancel_scope.cancel()  # the caller gives up; the parse goes on
+    assert not scope.cancelled_caught
+    assert slots.held("mallory") == 1  # still busy: a second file of mallory's must wait
+    assert await slots.run_in_thread("bob", lambda: "bob's", limiter=limiter) == "bob's"
+    finish.set()
+    with anyio.fail_after(5):
+        while slots.held("mallory"):
+            await anyio.sleep(0.01)
+
+
+async def test_a_call_cancelled_before_its_thread_starts_gives_its_slot_back() -> None:
+    slots = FairSlots(size=1, per_owner=1)
+    limiter = anyio.CapacityLimiter(1)
+    ran: list[str] = []
+    busy = anyio.Event()
+
+    async def occupy_the_only_thread() -> None:
+        async with limiter:
+            await busy.wait()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(occupy_the_only_thread)
+        await anyio.wait_all_tasks_blocked()
+        with anyio.move_on_after(0.1):  # no thread free: the call waits for one, holding its slot
+            await slots.run_in_thread("mallory", lambda: ran.append("mallory"), limiter=limiter)
+        busy.set()
+    assert slots.held("mallory") == 0 and ran == []
+    await slots.run_in_thread("bob", lambda: ran.append("bob"), limiter=limiter)
+    assert ran == ["bob"]
