@@ -157,8 +157,8 @@ class RequestContext:
         gets no more processes); the slot is waited for here, on the event loop, before a worker
         thread is taken."""
         owner = self.workspace.partition(KNOWLEDGE_BASE_INFIX)[0]
-        async with self.state.extraction_slots.hold(owner):
-            return await self.run_cpu(_extract, data, fmt, filename)
+        slots = self.state.extraction_slots
+        return await slots.run_in_thread(owner, _extract, data, fmt, filename, limiter=self.state.limiter)
 
 
 def _extract(data: bytes, fmt: DocFormat, filename: str | None) -> ExtractedDocument:

@@ -7,8 +7,8 @@ directories (IFDs) — two small reads per page, stopping one past the limit and
 loop or offset out of the file — and a PDF's by its page tree's declared `/Count`, so a file
 over the limit is refused in the worker, before it takes an extractor process.
 
-(GIF and WebP are not accepted formats, so their frames never reach a decoder; an animated
-PNG's frame count is one header field, `acTL`, which Pillow reads without walking frames.)
+An animated PNG's frame count is one header field (`acTL`), read the same way.  GIF and WebP are
+not accepted formats: detection refuses them before any decoder sees a frame.
 """
 
 from __future__ import annotations
@@ -61,6 +61,19 @@ def tiff_page_count(data: bytes, limit: int) -> int:
     return pages
 
 
+def png_frame_count(data: bytes) -> int:
+    """An animated PNG's declared frames (`acTL`, which comes before the first image data); 1 otherwise."""
+    offset = 8  # the signature
+    while offset + 8 <= len(data):
+        length, kind = struct.unpack_from(">I4s", data, offset)
+        if kind == b"acTL" and offset + 12 <= len(data):
+            return int(struct.unpack_from(">I", data, offset + 8)[0])
+        if kind in (b"IDAT", b"IEND"):
+            break
+        offset += 12 + length
+    return 1
+
+
 def pdf_declared_pages(data: bytes) -> int:
     """The largest `/Count` of a `/Type /Pages` dictionary near the start or end of the PDF; 0 if none.
 
@@ -71,13 +84,16 @@ def pdf_declared_pages(data: bytes) -> int:
 
 
 def check_page_bound(data: bytes, fmt: DocFormat, max_pages: int) -> None:
-    """Refuse (FILE_TOO_LARGE) a TIFF or PDF whose structure declares more than `max_pages` pages."""
+    """Refuse (FILE_TOO_LARGE) a TIFF, PDF or animated PNG whose structure declares more than `max_pages` pages."""
     if fmt == "tiff":
         pages = tiff_page_count(data, max_pages)
         kind = "image"
     elif fmt == "pdf":
         pages = pdf_declared_pages(data)
         kind = "PDF"
+    elif fmt == "png":
+        pages = png_frame_count(data)
+        kind = "image"
     else:
         return
     if pages > max_pages:

@@ -14,12 +14,18 @@ worker thread, so waiting calls of one owner never fill the thread limiter eithe
 from __future__ import annotations
 
 import itertools
+import threading
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import anyio
+import anyio.from_thread
+import anyio.to_thread
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -54,6 +60,26 @@ class FairSlots:
     @asynccontextmanager
     async def hold(self, owner: str) -> AsyncIterator[None]:
         """Hold one slot for `owner` while the block runs, waiting for its fair turn first."""
+        await self._acquire(owner)
+        try:
+            yield
+        finally:
+            self._release(owner)
+
+    async def run_in_thread(self, owner: str, func: Callable[..., T], *args: Any, limiter: anyio.CapacityLimiter) -> T:
+        """`func(*args)` in a worker thread, holding one of `owner`'s slots until `func` returns.
+
+        A call cancelled meanwhile answers at once, but its thread (and the extractor process it
+        waits on) runs on until the file's time limit: the slot stays taken until then, so cancelling
+        calls cannot win an owner more processes than its share."""
+        await self._acquire(owner)
+        handoff = _Handoff(lambda: self._release(owner))
+        try:
+            return await anyio.to_thread.run_sync(handoff.run, func, *args, limiter=limiter, abandon_on_cancel=True)
+        finally:
+            handoff.release_unless_started()
+
+    async def _acquire(self, owner: str) -> None:
         waiter = _Waiter(owner, next(self._orders))
         self._waiting.append(waiter)
         self._grant()
@@ -65,10 +91,6 @@ class FairSlots:
             elif waiter.granted.is_set():
                 self._release(owner)
             raise
-        try:
-            yield
-        finally:
-            self._release(owner)
 
     def _free(self) -> int:
         return self.size - sum(self._held.values())
@@ -89,3 +111,32 @@ class FairSlots:
             self._waiting.remove(chosen)
             self._held[chosen.owner] += 1
             chosen.granted.set()
+
+
+class _Handoff:
+    """Who gives a slot back: the thread once it started (when it ends), else the call that gave up."""
+
+    def __init__(self, release: Callable[[], None]) -> None:
+        self._release = release
+        self._lock = threading.Lock()
+        self._state = "pending"  # → "started" (the thread releases) or "given_up" (the caller did)
+
+    def run(self, func: Callable[..., T], *args: Any) -> T:
+        with self._lock:
+            if self._state != "pending":  # the call was cancelled before this thread started
+                raise RuntimeError("the call gave up before its thread started")  # nobody reads it
+            self._state = "started"
+        try:
+            return func(*args)
+        finally:
+            try:
+                anyio.from_thread.run_sync(self._release)
+            except RuntimeError:  # the event loop is gone (the worker is stopping): nothing to give back to
+                pass
+
+    def release_unless_started(self) -> None:
+        with self._lock:
+            if self._state != "pending":
+                return
+            self._state = "given_up"
+        self._release()

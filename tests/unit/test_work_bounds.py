@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import threading
+
 import anyio
 import pytest
+from PIL import Image
 
 from protocol.errors import ErrorCode, RagError
+from rag_worker.ingest.detection import detect_format
 from rag_worker.ingest.extraction import extract_document
 from rag_worker.ingest.formats import DocFormat
 from rag_worker.ingest.isolation import extract_isolated
-from rag_worker.ingest.page_counts import check_page_bound, pdf_declared_pages, tiff_page_count
+from rag_worker.ingest.page_counts import check_page_bound, pdf_declared_pages, png_frame_count, tiff_page_count
 from rag_worker.ingest.scheduling import FairSlots
 from tests.fixtures.documents import make_pdf
 from tests.fixtures.hostile_files import make_page_flood_tiff
@@ -65,6 +70,26 @@ def test_a_pdf_declaring_too_many_pages_is_refused_by_its_page_tree_count() -> N
     error = refusal(lambda: check_page_bound(lying, DocFormat.PDF, 2_000))
     assert error.code == ErrorCode.FILE_TOO_LARGE and "900,000 pages" in error.message
     assert refusal(lambda: extract_document(lying, DocFormat.PDF)).code == ErrorCode.FILE_TOO_LARGE
+
+
+def test_an_animated_png_declaring_too_many_frames_is_refused_from_its_header() -> None:
+    frames = [Image.new("L", (8, 8), shade) for shade in (0, 255, 128)]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, "PNG", save_all=True, append_images=frames[1:])
+    assert png_frame_count(buffer.getvalue()) == 3
+    check_page_bound(buffer.getvalue(), DocFormat.PNG, 3)
+    error = refusal(lambda: check_page_bound(buffer.getvalue(), DocFormat.PNG, 2))
+    assert error.code == ErrorCode.FILE_TOO_LARGE and "3 pages" in error.message
+    assert png_frame_count(image_bytes([render_page(["still"])], "PNG")) == 1
+
+
+@pytest.mark.parametrize("fmt", ["GIF", "WEBP"])
+def test_gif_and_webp_animations_are_refused_before_any_decoder(fmt: str) -> None:
+    frames = [Image.new("L", (8, 8), shade) for shade in (0, 255)]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, fmt, save_all=True, append_images=frames[1:])
+    error = refusal(lambda: detect_format(buffer.getvalue(), f"anim.{fmt.lower()}", None))
+    assert error.code == ErrorCode.UNSUPPORTED_FORMAT
 
 
 async def test_one_workspace_cannot_hold_every_extractor_slot() -> None:
@@ -131,3 +156,49 @@ async def test_a_call_cancelled_while_waiting_gives_up_its_place() -> None:
     async with slots.hold("b"):
         assert slots.held("b") == 1
     assert slots.held("b") == 0
+
+
+async def test_a_cancelled_call_keeps_its_slot_until_its_thread_is_done() -> None:
+    slots = FairSlots(size=2, per_owner=1)
+    limiter = anyio.CapacityLimiter(4)
+    parsing = threading.Event()
+    finish = threading.Event()
+
+    def slow_parse() -> str:
+        parsing.set()
+        finish.wait(10)
+        return "text"
+
+    with anyio.move_on_after(5) as scope:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: slots.run_in_thread("mallory", slow_parse, limiter=limiter))
+            await anyio.to_thread.run_sync(parsing.wait, 5)
+            tg.cancel_scope.cancel()  # the caller gives up; the parse goes on
+    assert not scope.cancelled_caught
+    assert slots.held("mallory") == 1  # still busy: a second file of mallory's must wait
+    assert await slots.run_in_thread("bob", lambda: "bob's", limiter=limiter) == "bob's"
+    finish.set()
+    with anyio.fail_after(5):
+        while slots.held("mallory"):
+            await anyio.sleep(0.01)
+
+
+async def test_a_call_cancelled_before_its_thread_starts_gives_its_slot_back() -> None:
+    slots = FairSlots(size=1, per_owner=1)
+    limiter = anyio.CapacityLimiter(1)
+    ran: list[str] = []
+    busy = anyio.Event()
+
+    async def occupy_the_only_thread() -> None:
+        async with limiter:
+            await busy.wait()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(occupy_the_only_thread)
+        await anyio.wait_all_tasks_blocked()
+        with anyio.move_on_after(0.1):  # no thread free: the call waits for one, holding its slot
+            await slots.run_in_thread("mallory", lambda: ran.append("mallory"), limiter=limiter)
+        busy.set()
+    assert slots.held("mallory") == 0 and ran == []
+    await slots.run_in_thread("bob", lambda: ran.append("bob"), limiter=limiter)
+    assert ran == ["bob"]
