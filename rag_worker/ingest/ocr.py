@@ -347,7 +347,7 @@ class OcrNotes:
 
 
 #: The scripts the packaged models read, for the low-confidence warning.
-OCR_SCRIPTS = "they read Latin-script languages, Chinese and Japanese, not Korean, Hebrew, Arabic or Cyrillic"
+OCR_SCRIPTS = "they are made for Latin-script languages, Chinese and Japanese; Hebrew, Cyrillic or Korean text comes out as junk"
 
 
 def ocr_image(image: Image) -> list[str]:
