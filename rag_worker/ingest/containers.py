@@ -20,8 +20,9 @@ from protocol.errors import ErrorCode, RagError
 
 from .extracted import PAGE_SEPARATOR, ExtractedDocument, ExtractOptions, count_words
 from .failures import Failure, refuse
-from .ooxml import MAX_ENTRY_RATIO, MAX_UNCOMPRESSED_BYTES, RATIO_CHECK_MIN_BYTES, open_zip
+from .ooxml import MAX_ENTRY_RATIO, MAX_UNCOMPRESSED_BYTES, RATIO_CHECK_MIN_BYTES, office_kind, open_zip
 from .validation import format_size
+from .zip_packages import package_kind
 from .zip_scan import zip_bomb
 
 logger = logging.getLogger(__name__)
@@ -181,3 +182,29 @@ def zip_items(data: bytes) -> Iterator[Item]:
                 logger.info("zip: entry %s cannot be read", name, exc_info=True)
                 raise refuse(Failure.DAMAGED_ARCHIVE, f"The archive is damaged: {name} cannot be unpacked.") from exc
             yield Item(name.replace("\\", "/").lstrip("/"), content)
+
+
+def is_plain_zip(data: bytes) -> bool:
+    """A zip that is not an Office, OpenDocument or EPUB package (those have their own rows)."""
+    archive = open_zip(data)
+    if archive is None:
+        return False
+    archive.close()
+    return office_kind(data) is None and package_kind(data) is None
+
+
+def read_contained(item: Item, options: ExtractOptions) -> ExtractedDocument:
+    """One file inside an archive or e-mail, detected and read like an upload of its own."""
+    from .detection import detect_format  # both read the format table, which lists containers
+    from .formats import FORMATS
+
+    spec = FORMATS[detect_format(item.data, item.name, None)]
+    if spec.family == "image":  # seconds of OCR each: a folder of photos zipped would outrun the time limit
+        raise RagError(ErrorCode.UNSUPPORTED_FORMAT, f"{spec.noun} inside is not read by OCR; upload it on its own.")
+    return spec.extract(item.data, options)
+
+
+def extract_zip(data: bytes, options: ExtractOptions) -> ExtractedDocument:
+    """The text of every document in a ZIP archive, each under its `archive.zip/inner` heading."""
+    return extract_items(zip_items(data), options.filename or "archive.zip", options, read_contained,
+                         empty_message="No file in the archive could be read.")
