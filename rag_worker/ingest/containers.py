@@ -20,8 +20,9 @@ from protocol.errors import ErrorCode, RagError
 
 from .extracted import PAGE_SEPARATOR, ExtractedDocument, ExtractOptions, count_words
 from .failures import Failure, refuse
-from .ooxml import MAX_ENTRY_RATIO, MAX_UNCOMPRESSED_BYTES, RATIO_CHECK_MIN_BYTES, open_zip
+from .ooxml import MAX_ENTRY_RATIO, MAX_UNCOMPRESSED_BYTES, RATIO_CHECK_MIN_BYTES, office_kind, open_zip
 from .validation import format_size
+from .zip_packages import package_kind
 from .zip_scan import zip_bomb
 
 logger = logging.getLogger(__name__)
@@ -181,3 +182,28 @@ def zip_items(data: bytes) -> Iterator[Item]:
                 logger.info("zip: entry %s cannot be read", name, exc_info=True)
                 raise refuse(Failure.DAMAGED_ARCHIVE, f"The archive is damaged: {name} cannot be unpacked.") from exc
             yield Item(name.replace("\\", "/").lstrip("/"), content)
+
+
+def is_plain_zip(data: bytes) -> bool:
+    """A zip that is not an Office, OpenDocument or EPUB package (those have their own rows)."""
+    archive = open_zip(data)
+    if archive is None:
+        return False
+    archive.close()
+    return office_kind(data) is None and package_kind(data) is None
+
+
+def read_contained(item: Item, options: ExtractOptions) -> ExtractedDocument:
+    """One file inside an archive or e-mail, read by `options.read_item` (detection, then the item's
+    row of the format table): set by `extraction.extract_document`. This module cannot import
+    detection, which reads the format table, which lists the containers."""
+    if options.read_item is None:
+        raise RagError(ErrorCode.INTERNAL_ERROR, "An archive was read without a reader for its items.")
+    document: ExtractedDocument = options.read_item(item, options)
+    return document
+
+
+def extract_zip(data: bytes, options: ExtractOptions) -> ExtractedDocument:
+    """The text of every document in a ZIP archive, each under its `archive.zip/inner` heading."""
+    return extract_items(zip_items(data), options.filename or "archive.zip", options, read_contained,
+                         empty_message="No file in the archive could be read.")

@@ -15,8 +15,8 @@ import re
 from collections.abc import Iterator
 from email.message import EmailMessage, Message
 
-from .containers import Item
-from .extracted import ExtractedDocument, count_words
+from .containers import Item, extract_items, read_contained
+from .extracted import ExtractedDocument, ExtractOptions, count_words
 from .html_text import extract_html
 
 logger = logging.getLogger(__name__)
@@ -97,3 +97,11 @@ def _safe_name(name: str | None, number: int, fallback: str) -> str:
     """An attachment's file name without folders (a sender may write `../x`), or `attachment-2`."""
     base = (name or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
     return base or f"{fallback}-{number}"
+
+
+def extract_email(data: bytes, options: ExtractOptions) -> ExtractedDocument:
+    """An e-mail's headers and body, then each attachment under its `mail.eml/attachment` heading."""
+    message = parse_email(data)
+    return extract_items(email_attachments(message), options.filename or "message.eml", options, read_contained,
+                         head=email_head(message),
+                         empty_message="The e-mail has no text and no attachment that could be read.")

@@ -30,11 +30,11 @@ def extract_document(
     `ocr` says whether scanned pages and images are read by OCR (default: on).  Every format
     passes through `normalize_document` here, once (ligatures, hyphenation, invisible glyphs).
     """
-    options = ExtractOptions(filename=filename, max_pages=max_pages, ocr=ocr or OcrOptions(), read_item=read_contained)
+    options = ExtractOptions(filename=filename, max_pages=max_pages, ocr=ocr or OcrOptions(), read_item=read_item)
     return normalize_document(FORMATS[fmt].extract(data, options))
 
 
-def read_contained(item: Item, options: ExtractOptions) -> ExtractedDocument:
+def read_item(item: Item, options: ExtractOptions) -> ExtractedDocument:
     """One file inside an archive or e-mail, detected and read like an upload of its own."""
     spec = FORMATS[detect_format(item.data, item.name, None)]
     if spec.family == "image":  # seconds of OCR each: a folder of photos zipped would outrun the time limit

@@ -13,11 +13,9 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from protocol.errors import ErrorCode, RagError
-
-from .containers import Item, extract_items, zip_items
+from .containers import extract_zip, is_plain_zip
 from .data_files import extract_csv, extract_json
-from .email_message import email_attachments, email_head, looks_like_email, parse_email
+from .email_message import extract_email, looks_like_email
 from .epub import extract_epub
 from .extracted import ExtractedDocument, ExtractOptions, Extractor
 from .html_text import extract_html, looks_like_html
@@ -32,13 +30,13 @@ from .magic import (
 )
 from .notebook import extract_notebook
 from .office import extract_docx, extract_pptx, extract_xlsx
-from .ooxml import OfficeKind, is_office_kind, office_kind, open_zip
+from .ooxml import OfficeKind, is_office_kind
 from .opendocument import extract_odp, extract_ods, extract_odt
 from .pdf import extract_pdf
 from .rtf import extract_rtf, looks_like_rtf
 from .source_code import LANGUAGES, MIME_TYPES, extract_code
 from .text import extract_text_document
-from .zip_packages import PackageKind, is_package_kind, package_kind
+from .zip_packages import PackageKind, is_package_kind
 
 # Declared types that mean "I don't know": the extension and the bytes decide.
 UNKNOWN_MIME_TYPES = frozenset({"application/octet-stream", "binary/octet-stream", "application/unknown"})
@@ -81,34 +79,6 @@ def _package(kind: PackageKind) -> Callable[[bytes], bool]:
 def _bytes_only(extract: Callable[[bytes], ExtractedDocument]) -> Extractor:
     """An extractor that needs nothing but the bytes."""
     return lambda data, _options: extract(data)
-
-
-def _read_item(options: ExtractOptions) -> Callable[[Item, ExtractOptions], ExtractedDocument]:
-    if options.read_item is None:
-        raise RagError(ErrorCode.INTERNAL_ERROR, "An archive was read without a reader for its items.")
-    reader: Callable[[Item, ExtractOptions], ExtractedDocument] = options.read_item
-    return reader
-
-
-def _email(data: bytes, options: ExtractOptions) -> ExtractedDocument:
-    message = parse_email(data)
-    name = options.filename or "message.eml"
-    return extract_items(email_attachments(message), name, options, _read_item(options), head=email_head(message),
-                         empty_message="The e-mail has no text and no attachment that could be read.")
-
-
-def _zip(data: bytes, options: ExtractOptions) -> ExtractedDocument:
-    return extract_items(zip_items(data), options.filename or "archive.zip", options, _read_item(options),
-                         empty_message="No file in the archive could be read.")
-
-
-def _is_plain_zip(data: bytes) -> bool:
-    """A zip that is not an Office, OpenDocument or EPUB package (those have their own rows)."""
-    archive = open_zip(data)
-    if archive is None:
-        return False
-    archive.close()
-    return office_kind(data) is None and package_kind(data) is None
 
 
 def _image(data: bytes, options: ExtractOptions) -> ExtractedDocument:
@@ -370,19 +340,19 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             canonical_mime="message/rfc822",
             noun="an e-mail",
             family="e-mail",
-            extract=_email,
+            extract=extract_email,
         ),
         FormatSpec(
             DocFormat.ZIP,
             "ZIP of documents",
             (".zip",),
             _ZIP_TYPES,
-            _is_plain_zip,
+            is_plain_zip,
             is_text=False,
             canonical_mime="application/zip",
             noun="a ZIP archive",
             family="ZIP of documents",
-            extract=_zip,
+            extract=extract_zip,
             walked=False,  # a folder's archives are usually data or backups of what the walk reads anyway
         ),
         # Images are read by OCR.

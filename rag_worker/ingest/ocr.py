@@ -297,7 +297,9 @@ def read_image(image: Image) -> OcrReading:
     if prepared is None:
         return OcrReading([])
     best = _recognise(prepared, 0)
-    if best.confidence < TRY_TURNS_BELOW or best.sideways:
+    # Turning is tried where there is text to read: a drawing with a label or two is not worth three more runs.
+    worth_turning = sum(map(len, best.lines)) >= MIN_TEXT_CHARS
+    if worth_turning and (best.confidence < TRY_TURNS_BELOW or best.sideways):
         upright = best
         for turn in (90, 270, 180) if best.sideways else (180, 90, 270):
             candidate = _recognise(prepared.rotate(turn, expand=True, fillcolor="white"), turn)
@@ -347,7 +349,7 @@ class OcrNotes:
 
 
 #: The scripts the packaged models read, for the low-confidence warning.
-OCR_SCRIPTS = "they read Latin-script languages, Chinese and Japanese, not Korean, Hebrew, Arabic or Cyrillic"
+OCR_SCRIPTS = "they are made for Latin-script languages, Chinese and Japanese; Hebrew, Cyrillic or Korean text comes out as junk"
 
 
 def ocr_image(image: Image) -> list[str]:
