@@ -15,9 +15,17 @@ from typing import Any
 import mcp.types as types
 
 from mcp_front.front_call import FrontHandler
-from mcp_front.health import HEALTH_OUTPUT_SCHEMA, health_check
+from mcp_front.health import HEALTH_OUTPUT_SCHEMA, health_check, render_health
 from mcp_front.knowledge_bases import LIST_TOOL, with_workspace
-from mcp_front.render import Renderer, compact_renderer, render_documents, render_json, render_query
+from mcp_front.render import (
+    Renderer,
+    compact_renderer,
+    render_documents,
+    render_ingest,
+    render_json,
+    render_query,
+    render_status,
+)
 from mcp_front.stats import system_stats
 from protocol import ErrorCode, MethodSpec
 from protocol import methods as m
@@ -101,6 +109,7 @@ TOOLS: tuple[Tool, ...] = (
         title="Upload a document",
         description=f"Index a file ({m.upload_formats_text()}).",
         method=m.UPLOAD,
+        render=render_ingest,
         idempotent=True,
     ),
     Tool(
@@ -108,6 +117,7 @@ TOOLS: tuple[Tool, ...] = (
         title="Insert text",
         description="Index a text.",
         method=m.INSERT_TEXT,
+        render=render_ingest,
         idempotent=True,
     ),
     Tool(
@@ -115,6 +125,7 @@ TOOLS: tuple[Tool, ...] = (
         title="Indexing status",
         description="Indexing state of a track_id, batch_id or documents, with errors.",
         method=m.GET_STATUS,
+        render=render_status,
         idempotent=True,
         aliases=("lightrag_get_indexing_status",),
     ),
@@ -156,6 +167,7 @@ TOOLS: tuple[Tool, ...] = (
         title="Index files or a folder from disk",
         description="Index a file or folder on the server's disk; re-runs skip unchanged files.",
         method=m.INSERT_FILE,
+        render=render_ingest,
         idempotent=True,
         aliases=("lightrag_index_codebase",),
         uses_paths=True,
@@ -254,6 +266,7 @@ TOOLS: tuple[Tool, ...] = (
         idempotent=True,
         aliases=("health_check",),
         output_schema=HEALTH_OUTPUT_SCHEMA,
+        render=render_health,
         front_handler=health_check,
         rate_limited=False,  # stays answerable when the caller is rate-limited
     ),

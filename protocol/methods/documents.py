@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from protocol.methods.ingest import INGEST_TIMEOUT
+from protocol.methods.ingest import DOCUMENT_ID, INGEST_TIMEOUT
 from protocol.schema import MethodSpec, array, boolean, integer, nullable, number, obj, open_object, string
 
 DOCUMENT_STATES = ["pending", "parsing", "analyzing", "processing", "processed", "failed"]
 SORT_FIELDS = ["created_date", "updated_date", "title", "filename", "status", "size", "processing_time"]
 MAX_LIST_LIMIT = 200
 MAX_DELETE_IDS = 100
-
-DOCUMENT_ID = string("doc-… id or file name", max_length=255, min_length=1)
 
 LIST_DOCUMENTS_PARAMS = obj(
     {

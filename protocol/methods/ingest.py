@@ -7,6 +7,8 @@ from protocol.schema import MethodSpec, array, boolean, integer, nullable, numbe
 MAX_BASE64_CHARS = 100_000_000  # the byte limit itself is LIGHTRAG_MCP_MAX_FILE_MB, checked by the worker
 MAX_TEXT_CHARS = 5_000_000
 INGEST_TIMEOUT = 600.0  # seconds the front waits for an ingestion (or a large export or delete)
+# Every argument naming a document takes its id or its name (the worker's `Workspace.find_document`).
+DOCUMENT_ID = string("id or file name", max_length=255, min_length=1)
 
 
 
@@ -190,7 +192,7 @@ GET_STATUS = MethodSpec(
     obj(
         {
             "track_id": string(max_length=128),
-            "document_ids": array(string(max_length=128), max_items=100),
+            "document_ids": array(DOCUMENT_ID, max_items=100),
             "batch_id": string(max_length=128),
             "cancel": boolean("stop the batch_id", default=False),
         }

@@ -27,7 +27,6 @@ from rag_worker.operations.deletion import (
     inspect,
     not_ready_failure,
     readiness,
-    resolve,
     restrict_failure,
 )
 from rag_worker.operations.listing import (
@@ -60,15 +59,15 @@ async def read_document(ctx: RequestContext, args: dict[str, Any]) -> dict[str, 
     """One document of the caller's workspace: its summary and its full text as LightRAG stored it.
 
     Only the caller's workspace is looked in, so another user's id is simply not found here."""
-    doc_id = str(args["document_id"])
     ws = await ctx.state.engines.get(ctx.workspace)
-    row = await ws.status_row(doc_id)
-    if row is None:
+    found = await ws.find_document(str(args["document_id"]))
+    if found is None:
         raise RagError(
             ErrorCode.DOCUMENT_NOT_FOUND,
             "No document with this id in your knowledge base.",
             suggested_action="List the resources (or call lightrag_list_documents) for the ids that exist.",
         )
+    doc_id, row = found
     view = document_view(doc_id, status_row(row), await ws.catalog.get(doc_id) or {})
     await add_graph_counts(ws, [view])
     queued = ws.intake.get(doc_id)
@@ -112,7 +111,7 @@ async def delete_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[st
     async with ws.ingest_lock:
         targets: dict[str, Target] = {}
         for name in requested:
-            hit = await resolve(ws, name)
+            hit = await ws.find_document(name)
             if hit is None:
                 failures.append(
                     Failure(
