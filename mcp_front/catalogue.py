@@ -54,6 +54,10 @@ class Catalogue:
             return [name for tool in self._tools for name in (tool.name, *tool.aliases)]
         return list(PROFILE_TOOLS[profile])
 
+    def advertised_tools(self) -> set[str]:
+        """The canonical names of the tools `tools/list` advertises (under their own name or an alias)."""
+        return {self._by_name[name].name for name in self._advertised}
+
     @property
     def tools(self) -> list[Tool]:
         return list(self._tools)
