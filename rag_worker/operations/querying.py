@@ -13,6 +13,7 @@ from typing import Any
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
 from rag_worker.graph.sources import CHUNK_MARKER
+from rag_worker.operations.result_budget import fit_result
 from rag_worker.query_cache import ChunkScores, cosines, observing_chunk_scores, remembered_vector
 from rag_worker.storage.catalog import name_from_file_path
 from rag_worker.storage.vector_flush import reading_committed_state
@@ -119,6 +120,8 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
             await ctx.progress(index + 1, len(sources), f"[{index + 1}] {source['filename']}: {_preview(source['content'])}")
     entities = [_entity(e) for e in (data.get("entities") or [])]
     relationships = [_relation(r) for r in (data.get("relationships") or [])]
+    if not with_llm:  # the calling model reads this context on every later turn: fit it to the budget
+        fit_result(query, sources, entities, relationships, int(ctx.state.settings.result_chars))
     metadata = raw.get("metadata") or {}
     return {
         "query": query,
