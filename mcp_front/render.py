@@ -121,6 +121,14 @@ def render_status(result: dict[str, Any]) -> str:
     return render_compact(result, (*DOCUMENT_STATED, "counts", "pipeline", "document_id", "track_id"))
 
 
+def render_document_text(result: dict[str, Any]) -> str:
+    """A page of a document: where it is in the document, the outline (first page), then the text as is."""
+    lines = [str(result.get("message") or "")]
+    if result.get("outline"):
+        lines.append("Outline: " + "; ".join(str(heading) for heading in result["outline"]))
+    return "\n".join(line for line in lines if line) + "\n\n" + str(result.get("text") or "")
+
+
 # ------------------------------------------------------------------------------ documents
 def render_documents(result: dict[str, Any]) -> str:
     """The listing: the header (totals and paging) once, then one short line per document."""

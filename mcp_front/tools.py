@@ -20,6 +20,7 @@ from mcp_front.knowledge_bases import LIST_TOOL, with_workspace
 from mcp_front.render import (
     Renderer,
     compact_renderer,
+    render_document_text,
     render_documents,
     render_ingest,
     render_json,
@@ -123,7 +124,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_get_status",
         title="Indexing status",
-        description="Indexing state of a track_id, batch_id or documents, with errors.",
+        description="Indexing state of a track_id, batch_id or documents.",
         method=m.GET_STATUS,
         render=render_status,
         idempotent=True,
@@ -133,8 +134,7 @@ TOOLS: tuple[Tool, ...] = (
         name="lightrag_query",
         title="Query the knowledge base",
         description=(
-            "Answer a question from the knowledge base; without an LLM, return the relevant passages with their "
-            "sources."
+            "Answer from the knowledge base; without an LLM, the relevant passages with their sources."
         ),
         method=m.QUERY,
         idempotent=True,
@@ -182,15 +182,23 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_list_documents",
         title="List documents",
-        description="List documents (id, name, status, counts) with filters and paging.",
+        description="List documents (id, name, status, counts), filtered and paged.",
         method=m.LIST_DOCUMENTS,
         render=render_documents,
         idempotent=True,
     ),
     Tool(
+        name="lightrag_read_document",
+        title="Read a document",
+        description="A document's text by name, page by page, with its outline.",
+        method=m.DOCUMENT_TEXT,
+        render=render_document_text,
+        idempotent=True,
+    ),
+    Tool(
         name=LIST_TOOL,
         title="List knowledge bases",
-        description="Your knowledge bases (the workspace values tools take) with their document counts.",
+        description="Your knowledge bases: the workspace values tools take.",
         method=m.LIST_KNOWLEDGE_BASES,
         render=compact_renderer("knowledge_bases"),
         idempotent=True,
@@ -199,7 +207,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_delete_documents",
         title="Delete documents",
-        description="Delete documents and the chunks, entities and relations only they support.",
+        description="Delete documents and the graph items only they support.",
         method=m.DELETE_DOCUMENTS,
         render=compact_renderer(*DELETE_STATED),
         destructive=True,
@@ -220,7 +228,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_search_entities",
         title="Search entities",
-        description="Find knowledge-graph entities by name or meaning.",
+        description="Find graph entities by name or meaning.",
         method=m.SEARCH_ENTITIES,
         render=compact_renderer(*SEARCH_STATED),
         idempotent=True,
@@ -228,7 +236,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_get_entity_relationships",
         title="Entity and its relationships",
-        description="An entity and its relationships, up to max_depth hops.",
+        description="An entity and its relations, up to max_depth hops.",
         method=m.ENTITY_RELATIONSHIPS,
         render=compact_renderer(*RELATIONSHIPS_STATED),
         idempotent=True,
@@ -238,14 +246,14 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_update_entity",
         title="Edit an entity",
-        description="Edit, rename, create or merge an entity and its relationships, all or nothing.",
+        description="Edit, rename, create or merge an entity and its relations, all or nothing.",
         method=m.UPDATE_ENTITY,
         destructive=True,
     ),
     Tool(
         name="lightrag_clear_cache",
         title="Clear caches",
-        description="Clear caches and report their sizes before and after.",
+        description="Clear caches; their sizes before and after.",
         method=m.CLEAR_CACHE,
         destructive=True,
         idempotent=True,
@@ -253,7 +261,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_get_system_stats",
         title="Usage statistics",
-        description="Usage statistics and the audit log of changes.",
+        description="Usage statistics and the audit log.",
         method=m.SYSTEM_STATS,
         front_handler=system_stats,
         idempotent=True,
@@ -261,7 +269,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_health_check",
         title="Knowledge base health",
-        description="Is the knowledge base up: worker, storages, embedding model, LLM.",
+        description="Is the knowledge base up: worker, storages, embedding, LLM.",
         method=m.HEALTH,
         idempotent=True,
         aliases=("health_check",),
@@ -282,7 +290,7 @@ TOOLS: tuple[Tool, ...] = (
 PROFILES: dict[str, str] = {
     "default": "one tool per job: every canonical tool except the simple query_lightrag, no aliases",
     "all": "every canonical tool and every alias",
-    "librechat": "the seed-000 trio for small agents, plus status, list and delete",
+    "librechat": "the seed-000 trio for small agents, plus status, list, delete and reading a document",
 }
 
 # Named profiles that are fixed lists of tool names.
@@ -294,5 +302,6 @@ PROFILE_TOOLS: dict[str, tuple[str, ...]] = {
         "lightrag_get_status",
         "lightrag_list_documents",
         "lightrag_delete_documents",
+        "lightrag_read_document",
     ),
 }

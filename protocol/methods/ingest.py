@@ -27,11 +27,15 @@ METADATA = {
     "maxProperties": 32,
     # Key characters are checked by the worker (rag_worker.ingest.metadata), with an error naming the key.
     "propertyNames": {"maxLength": 64},
+    # One schema with a list of types, not anyOf: LibreChat's JSON Schema → Zod conversion loses the
+    # type of an anyOf under additionalProperties (and the list costs fewer characters per turn).
     "additionalProperties": {
-        "anyOf": [
-            {"type": ["string", "number", "boolean"], "maxLength": 2000, "maximum": 10**15, "minimum": -(10**15)},
-            {"type": "array", "maxItems": 50, "items": {"type": "string", "maxLength": 200}},
-        ]
+        "type": ["string", "number", "boolean", "array"],
+        "maxLength": 2000,
+        "maximum": 10**15,
+        "minimum": -(10**15),
+        "maxItems": 50,
+        "items": {"type": "string", "maxLength": 200},
     },
 }
 
@@ -104,7 +108,7 @@ INSERT_TEXT = MethodSpec(
     timeout=INGEST_TIMEOUT,
 )
 
-GLOBS = array(string(max_length=200), '.gitignore globs, e.g. ["*.py", "docs/**"]', max_items=50)
+GLOBS = array(string(max_length=200), 'gitignore globs, e.g. ["*.py"]', max_items=50)
 
 JOB_RESULT = obj(
     {
@@ -132,7 +136,7 @@ INSERT_FILE = MethodSpec(
             "exclude": {key: value for key, value in GLOBS.items() if key != "description"},
             "recursive": boolean(default=True),
             "use_gitignore": boolean(default=True),
-            "remove_missing": boolean("delete documents whose files are gone", default=False),
+            "remove_missing": boolean("delete vanished files' documents", default=False),
             "metadata": METADATA,
             "processing_options": PROCESSING_OPTIONS,
             "file_validation": obj(

@@ -38,6 +38,7 @@ from rag_worker.operations.listing import (
     select_documents,
     status_row,
 )
+from rag_worker.operations.reading import document_text, newest_document, text_page
 from rag_worker.storage.catalog import state_of
 from rag_worker.storage.workspace import Workspace
 
@@ -70,12 +71,28 @@ async def read_document(ctx: RequestContext, args: dict[str, Any]) -> dict[str, 
     doc_id, row = found
     view = document_view(doc_id, status_row(row), await ws.catalog.get(doc_id) or {})
     await add_graph_counts(ws, [view])
-    queued = ws.intake.get(doc_id)
-    stored = {"content": queued.text} if queued else await ws.rag.full_docs.get_by_id(doc_id) or {}
-    text = str(stored.get("content") or "")
+    text = await document_text(ws, doc_id)
     # Half the pipe's frame for the text: the JSON around it, and escapes, fit in the rest.
     shown = await ctx.run_cpu(_fit_utf8, text, ctx.state.settings.max_frame_mb * 2**20 // 2)
     return {"document": view, "text": shown, "text_chars": len(text), "truncated": len(shown) < len(text)}
+
+
+@handles(m.DOCUMENT_TEXT)
+async def read_text(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    """`lightrag_read_document`: a document's text by name or id (omitted: the newest), a page at a time."""
+    ws = await ctx.state.engines.get(ctx.workspace)
+    requested = str(args.get("document") or "")
+    found = await ws.find_document(requested) if requested else None
+    doc_id = found[0] if found else None if requested else await newest_document(ws)
+    if doc_id is None:
+        raise RagError(
+            ErrorCode.DOCUMENT_NOT_FOUND,
+            f"No document named '{requested[:100]}' in your knowledge base." if requested
+            else "Your knowledge base holds no documents yet.",
+            suggested_action="lightrag_list_documents shows the names that exist." if requested
+            else "Upload one first (upload_to_lightrag).",
+        )
+    return await text_page(ws, doc_id, int(args["offset"]), int(ctx.state.settings.result_chars))
 
 
 def _fit_utf8(text: str, max_bytes: int) -> str:

@@ -27,6 +27,7 @@ def test_the_default_profile_advertises_one_tool_per_job() -> None:
         "lightrag_insert_file",
         "lightrag_batch_process",
         "lightrag_list_documents",
+        "lightrag_read_document",
         "lightrag_list_knowledge_bases",
         "lightrag_delete_documents",
         "lightrag_get_graph",
@@ -52,7 +53,7 @@ def test_every_seed_name_stays_callable_whatever_is_advertised(profile: str) -> 
     assert all(catalogue.lookup(name) is not None for name in SEED_NAMES)
 
 
-def test_the_librechat_profile_is_the_seed_trio_plus_status_list_delete() -> None:
+def test_the_librechat_profile_is_the_seed_trio_plus_status_list_delete_and_read() -> None:
     names = [tool.name for tool in Catalogue(TOOLS, profile="librechat").list_tools()]
     assert names == [
         "upload_to_lightrag",
@@ -61,6 +62,7 @@ def test_the_librechat_profile_is_the_seed_trio_plus_status_list_delete() -> Non
         "lightrag_get_status",
         "lightrag_list_documents",
         "lightrag_delete_documents",
+        "lightrag_read_document",  # LibreChat reads no resources: whole documents come through a tool
     ]
 
 
