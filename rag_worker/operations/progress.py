@@ -5,7 +5,9 @@ passage counts once LightRAG recorded its extraction in the chunk's cache list),
 into the graph. LightRAG 1.5.7 reports the merge only in its workspace pipeline status
 (`merge_nodes_and_edges`: "Merging stage k/n: <file>", "Phase 0: Writing recovery indexes for
 <doc id>", "Phase 1: Processing N entities from <doc id>", "Phase 2: Processing M relations from
-<doc id>"), so the merge's place is read from the newest of those lines naming this document.
+<doc id>", then "Completed merging: …" naming no document, after which it saves every storage
+(`_insert_done`) before it marks the document processed — on large knowledge bases the longest
+step), so the merge's place is read from the newest of those lines naming this document.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from rag_worker.storage.workspace import Workspace
 READING_SHARE = 80  # percent of the estimate for reading passages; the merge is the rest
 HISTORY_SCAN = 400  # newest pipeline messages searched for this document's merge phase
 # (LightRAG's message prefix, percent reached, stage as the model reads it: {n} is the count in the message)
+SAVING = (97, "saving the graph and its vectors")
 MERGE_PHASES = (
     ("Phase 2:", 92, "merging {n} relations into the graph"),
     ("Phase 1:", 86, "merging {n} entities into the graph"),
@@ -44,12 +47,20 @@ def merge_phase(history: list[str], doc_id: str, file_path: str) -> tuple[int, s
     """(percent, stage) of this document's merge from the pipeline's messages, newest first
     (`file_path` as LightRAG stores it)."""
     named = (doc_id, f": {file_path}") if file_path else (doc_id,)  # "Merging stage k/n" names the file
+    completed = False  # a "Completed merging" newer than any other document's merge message
     for message in reversed(history[-HISTORY_SCAN:]):
-        if not any(part in message for part in named):
+        if message.startswith("Completed merging"):
+            completed = True
             continue
-        for prefix, percent, stage in MERGE_PHASES:
-            if message.startswith(prefix):
-                return percent, stage.format(n=_count_in(message))
+        phase = next((phase for phase in MERGE_PHASES if message.startswith(phase[0])), None)
+        if phase is None:
+            continue
+        if not any(part in message for part in named):
+            completed = False  # that completion was another document's
+            continue
+        if completed and phase[0] == MERGE_PHASES[0][0]:
+            return SAVING
+        return phase[1], phase[2].format(n=_count_in(message))
     return READING_SHARE, "merging into the graph"
 
 

@@ -24,6 +24,17 @@ def test_each_merge_phase_moves_the_estimate_on() -> None:
     assert seen[-1][1] == "merging 7,310 relations into the graph"
 
 
+def test_after_its_merge_completes_the_document_is_being_saved() -> None:
+    done = [*MERGE, "Completed merging: 5120 entities, 0 extra entities, 7310 relations"]
+    assert merge_phase(done, DOC, FILE) == (97, "saving the graph and its vectors")
+
+
+def test_another_documents_completed_merge_does_not_move_this_one() -> None:
+    other = [*MERGE[:-1], "Merging stage 2/2: other.pdf", "Phase 2: Processing 4 relations from doc-other (async: 8)",
+             "Completed merging: 40 entities, 0 extra entities, 4 relations"]
+    assert merge_phase(other, DOC, FILE) == (86, "merging 5,120 entities into the graph")
+
+
 def test_another_documents_merge_does_not_move_this_one() -> None:
     other = [*MERGE, "Merging stage 2/2: other.pdf", "Phase 1: Processing 40 entities from doc-other (async: 8)"]
     assert merge_phase(other, DOC, FILE) == merge_phase(MERGE, DOC, FILE)
