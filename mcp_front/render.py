@@ -118,7 +118,7 @@ def render_status(result: dict[str, Any]) -> str:
     own view (its message and items) is rendered as is, without the workspace counts repeated."""
     if result.get("batch_id"):
         return render_compact(result, ("counts", "pipeline"))
-    return render_compact(result, (*DOCUMENT_STATED, "counts", "pipeline", "document_id", "track_id"))
+    return render_compact(result, (*DOCUMENT_STATED, "counts", "pipeline", "track_id"))
 
 
 def render_document_text(result: dict[str, Any]) -> str:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Characters the model reads per chat turn, through LibreChat's code path.
 
-    .venv/bin/python scripts/turn_sizes.py            # needs `npm ci` in tests/clients
+    .venv/bin/python scripts/turn_sizes.py [--show] [--code /path/to/other/checkout]   # needs `npm ci` in tests/clients
 
 Drives the server over stdio with the pinned TypeScript SDK client (tests/clients/ts_client.mjs:
 the stack LibreChat builds on) configured as the README's LibreChat block (one user through
@@ -9,7 +9,8 @@ LIGHTRAG_MCP_USER_ID, the librechat profile), uploads eight generated two-page r
 prints the characters of text `content` (all LibreChat passes to the model) of: the tool
 definitions (librechat and default profiles, as LibreChat sends them: name, description,
 parameters), the server instructions, an upload, naive and mix queries, a status, a listing and
-a health check.
+a health check. `--show` prints the texts; `--code` runs the server from another checkout (PYTHONPATH),
+for a before/after comparison.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from rag_worker.storage.catalog import doc_id_for  # noqa: E402
 from scripts.corpus import generated_pages  # noqa: E402
 
 CLIENTS = ROOT / "tests" / "clients"
@@ -46,11 +48,11 @@ def _call(label: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"op": "call", "label": label, "name": name, "arguments": arguments}
 
 
-def _run(home: Path, profile: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
+def _run(home: Path, profile: str, steps: list[dict[str, Any]], code: str | None) -> dict[str, Any]:
     env = {
         "HOME": str(home), "PATH": "/usr/bin:/bin", "WORKING_DIR": str(home / "data"),
         "LIGHTRAG_MCP_USER_ID": "6650f1c2a9b8e7d6c5b4a392", "LIGHTRAG_MCP_TOOLS": profile,
-    }
+    } | ({"PYTHONPATH": code} if code else {})
     spec = {"server": {"command": PYTHON, "args": ["-m", "mcp_front"], "env": env, "cwd": str(home)},
             "timeout_ms": 60_000, "steps": steps}
     node = shutil.which("node") or "node"
@@ -76,10 +78,11 @@ def _definitions(step: dict[str, Any]) -> tuple[int, int]:
 
 
 def main() -> None:
+    code = sys.argv[sys.argv.index("--code") + 1] if "--code" in sys.argv else None
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         rows: list[tuple[str, int]] = []
-        default = _run(home, "default", [{"op": "list_tools"}])
+        default = _run(home, "default", [{"op": "list_tools"}], code)
         count, size = _definitions(default["steps"][0])
         rows.append((f"tool definitions, default ({count} tools)", size))
         uploads = [_call(f"upload {name}", "upload_to_lightrag",
@@ -90,9 +93,10 @@ def main() -> None:
                  _call("query mix", "lightrag_query", {"query": QUESTION, "mode": "mix"}),
                  _call("query_lightrag", "query_lightrag", {"query": QUESTION}),
                  _call("status", "lightrag_get_status", {}),
+                 _call("status of a document", "lightrag_get_status", {"document_ids": [doc_id_for("report-0.md")]}),
                  _call("list", "lightrag_list_documents", {}),
                  _call("health", "health_check", {})]
-        doc = _run(home, "librechat", steps)
+        doc = _run(home, "librechat", steps, code)
         count, size = _definitions(doc["steps"][0])
         rows.insert(0, (f"tool definitions, librechat ({count} tools)", size))
         rows.append(("server instructions", len(doc["server"].get("instructions") or "")))
