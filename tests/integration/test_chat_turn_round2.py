@@ -175,3 +175,15 @@ def test_null_optionals_and_an_empty_input_are_taken_as_not_given(home: Path) ->
     for label in ("nulls", "input", "status"):
         result = _step(doc, label)["result"]
         assert not result.get("isError"), _text(result)
+
+
+# --- 11: the instructions LibreChat puts in the system prompt --------------------------------------
+
+
+def test_the_instructions_name_only_tools_the_librechat_profile_advertises(home: Path) -> None:
+    doc, _ = ts_client(home, [{"op": "list_tools", "label": "tools"}], env=_env(home))
+    advertised = {tool["name"] for tool in _step(doc, "tools")["result"]["tools"]}
+    instructions = doc["server"]["instructions"]
+    named = set(re.findall(r"\b(?:lightrag|upload|query|health)_[a-z_]+\b", instructions))
+    assert named and named <= advertised, (named - advertised, instructions)
+    assert "by path" not in instructions  # the librechat profile cannot index a path
