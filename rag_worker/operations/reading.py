@@ -71,9 +71,11 @@ def page(text: str, offset: int, limit: int) -> tuple[str, int | None]:
 
 
 async def named_document(ws: Workspace, question: str) -> tuple[str, dict[str, Any]] | None:
-    """The processed document a whole-document question is about: the one whose file name (or its
-    stem, or its title) the question names, else the only processed document; None otherwise."""
-    rows = {doc_id: row for doc_id, row in (await all_status_rows(ws)).items() if state_of(row.get("status")) == "processed"}
+    """The document a whole-document question is about: the one whose file name (or its stem, or
+    its title) the question names, else the only one; None otherwise. Failed documents do not
+    count; a document still indexing does (its text is there, and a row that just finished may
+    still read as queued for a moment)."""
+    rows = {doc_id: row for doc_id, row in (await all_status_rows(ws)).items() if state_of(row.get("status")) != "failed"}
     if not rows:
         return None
     records = await ws.catalog.get_many(list(rows))
