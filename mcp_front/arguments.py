@@ -1,5 +1,6 @@
-"""Tool arguments as a call sends them: strings coerced where the schema wants numbers or
-booleans, and schema violations described so the model can fix its call."""
+"""Tool arguments as a call sends them: what clients send for "not given" dropped, strings
+coerced where the schema wants numbers or booleans, and schema violations described so the
+model can fix its call."""
 
 from __future__ import annotations
 
@@ -13,6 +14,36 @@ if TYPE_CHECKING:
     import jsonschema
 
 MAX_ERROR_DETAIL = 300
+
+
+# LibreChat's Gemini/Vertex path gives a tool without arguments the schema {input: string} and
+# sends `{"input": ""}`: an undeclared `input` with nothing in it means no argument at all.
+_STRAY_INPUT = "input"
+
+
+def drop_not_given(value: Any, schema: Schema) -> Any:
+    """`value` without the members that only say "not given", at any depth of an object.
+
+    `null` for an optional member the schema does not allow to be null (older LibreChat and
+    several agent frameworks make every optional field nullable and send null), and an empty
+    `input` the schema does not declare (above). A required member keeps its null: validation
+    names it. One rule for every tool, driven by the schema.
+    """
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [drop_not_given(item, schema["items"]) for item in value]
+    if not isinstance(value, dict):
+        return value
+    properties = schema.get("properties") or {}
+    required = set(schema.get("required") or ())
+    kept: dict[str, Any] = {}
+    for key, item in value.items():
+        declared = properties.get(key)
+        if item is None and key not in required and not (declared is not None and "null" in _types_of(declared)):
+            continue
+        if key == _STRAY_INPUT and declared is None and item in ("", None):
+            continue
+        kept[key] = drop_not_given(item, declared) if isinstance(declared, dict) else item
+    return kept
 
 
 _INTEGER_TEXT = re.compile(r"-?\d{1,18}")

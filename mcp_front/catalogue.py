@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp.types as types
 
-from mcp_front.arguments import coerce_strings, describe, non_finite
+from mcp_front.arguments import coerce_strings, describe, drop_not_given, non_finite
 from mcp_front.tools import PROFILE_TOOLS, PROFILES, TOOLS, Tool
 from protocol import ErrorCode, RagError
 
@@ -54,6 +54,10 @@ class Catalogue:
             return [name for tool in self._tools for name in (tool.name, *tool.aliases)]
         return list(PROFILE_TOOLS[profile])
 
+    def advertised_tools(self) -> set[str]:
+        """The canonical names of the tools `tools/list` advertises (under their own name or an alias)."""
+        return {self._by_name[name].name for name in self._advertised}
+
     @property
     def tools(self) -> list[Tool]:
         return list(self._tools)
@@ -63,10 +67,12 @@ class Catalogue:
 
     @staticmethod
     def arguments_for(tool: Tool, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """The call's arguments as the tool takes them, before validation: the defaults its alias
-        implies (explicit arguments win), and numbers and booleans sent as strings converted."""
+        """The call's arguments as the tool takes them, before validation: "not given" spelled as
+        null or a stray empty `input` dropped, the defaults its alias implies (explicit arguments
+        win), and numbers and booleans sent as strings converted."""
+        given = drop_not_given(arguments, tool.params_schema)
         implied = dict(dict(tool.alias_defaults).get(name, ()))
-        coerced: dict[str, Any] = coerce_strings({**implied, **arguments} if implied else arguments, tool.method.params_schema)
+        coerced: dict[str, Any] = coerce_strings({**implied, **given} if implied else given, tool.method.params_schema)
         return coerced
 
     def list_tools(self) -> list[types.Tool]:

@@ -9,6 +9,7 @@ from typing import Any
 from config.settings import Settings
 from mcp_front.front_call import FrontCall
 from mcp_front.identity import IDENTITY_SOURCES
+from mcp_front.render import render_compact
 from mcp_front.restart_policy import WorkerState
 from protocol import ErrorCode, RagError
 from protocol import methods as m
@@ -108,3 +109,33 @@ async def health_check(call: FrontCall) -> dict[str, Any]:
         result["memory"] = {"front_rss_mb": front_rss_mb, "worker_rss_mb": snapshot.rss_mb}
         result["limits"] = limits_of(call.settings)
     return result
+
+
+def render_health(result: dict[str, Any]) -> str:
+    """The health result as text with each fact once: the worker's own report, the storages and
+    the memory figures repeat what `components` already says (pid, uptime, RSS, versions)."""
+    shown = dict(result)
+    components = {key: dict(value) if isinstance(value, dict) else value
+                  for key, value in (shown.get("components") or {}).items()}
+    worker = components.get("worker") or {}
+    shown["worker_details"] = {
+        key: value for key, value in (shown.get("worker_details") or {}).items()
+        if key not in worker and not (key == "status" and value == shown.get("status"))
+    }
+    storages = (components.get("storage") or {}).get("storages")
+    for name in ("configuration", "workspace"):
+        part = components.get(name)
+        if isinstance(part, dict):
+            components[name] = {key: value for key, value in part.items()
+                                if not (key == "storages" and value == storages)
+                                and not (key == "workspace" and value == shown.get("workspace"))}
+    probes = components.get("storages")
+    if isinstance(probes, dict) and isinstance(storages, dict):  # the probes' classes are the storages line's
+        components["storages"] = {kind: {key: value for key, value in probe.items()
+                                         if not (key == "class" and value == storages.get(kind))}
+                                  if isinstance(probe, dict) else probe for kind, probe in probes.items()}
+    if "rss_mb" in worker:  # the front's and worker's RSS are in their components
+        components.pop("memory", None)
+        shown.pop("memory", None)
+    shown["components"] = components
+    return render_compact(shown)

@@ -31,7 +31,7 @@ LIST_TOOL = "lightrag_list_knowledge_bases"
 
 # The rules (`name_problem`) are not advertised as a `pattern`: in every tool of a profile that
 # costs more than the tool-definition budget allows, and a refused name gets a message naming them.
-WORKSPACE_PROPERTY: Schema = string("knowledge base name", max_length=MAX_KNOWLEDGE_BASE_NAME)
+WORKSPACE_PROPERTY: Schema = string("knowledge base", max_length=MAX_KNOWLEDGE_BASE_NAME)
 _NAME = re.compile(r"[A-Za-z0-9_-]*")
 _PATH_LIKE = re.compile(r"[/\\.:~]")
 _SHOWN = 60  # how much of a refused name a message quotes

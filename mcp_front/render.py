@@ -17,6 +17,7 @@ MAX_LIST_LINE = 150
 ENTITY_LIMIT = 20
 RELATION_LIMIT = 20
 DESCRIPTION_CHARS = 240
+STATED_MIN_CHARS = 12  # a string field the message quotes word for word (an id, a diagram) is not repeated
 MIN_SENTENCE_CHARS = 20  # shorter pieces ("Yes.", headings) may repeat without saying a fact twice
 _SENTENCE_MARKS = ".!?:"
 _BREAK = "\x00"  # where `_sentences` cuts
@@ -38,7 +39,7 @@ def render_compact(result: Mapping[str, Any], skip: Iterable[str] = ()) -> str:
     rest = {
         key: value
         for key, value in result.items()
-        if key != "message" and not (isinstance(value, str) and len(value) > 80 and value in message)
+        if key != "message" and not (isinstance(value, str) and len(value) >= STATED_MIN_CHARS and value in message)
     }
     lines = [message] if message else []
     lines.extend(compact_lines(rest, skip=frozenset(skip)))
@@ -98,6 +99,34 @@ def _inline(value: Any, skip: frozenset[str] = frozenset()) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return " ".join(str(value).split())
+
+
+# ------------------------------------------------------------------------------ ingestion and status
+# What an ingestion's or a status's message states for each document (rag_worker.operations.indexing
+# and progress): its text does not repeat them as `key: value` lines.
+DOCUMENT_STATED = ("filename", "status", "action", "words", "pages", "chunks", "entities", "relations",
+                   "processing_time_s", "progress", "error")
+
+
+def render_ingest(result: dict[str, Any]) -> str:
+    """An ingestion: the message (what happened, the counts, how to follow up), then the other facts once."""
+    return render_compact(result, DOCUMENT_STATED)
+
+
+def render_status(result: dict[str, Any]) -> str:
+    """A status: the message says each document's state and the knowledge base's counts; a batch's
+    own view (its message and items) is rendered as is, without the workspace counts repeated."""
+    if result.get("batch_id"):
+        return render_compact(result, ("counts", "pipeline"))
+    return render_compact(result, (*DOCUMENT_STATED, "counts", "pipeline", "track_id"))
+
+
+def render_document_text(result: dict[str, Any]) -> str:
+    """A page of a document: where it is in the document, the outline (first page), then the text as is."""
+    lines = [str(result.get("message") or "")]
+    if result.get("outline"):
+        lines.append("Outline: " + "; ".join(str(heading) for heading in result["outline"]))
+    return "\n".join(line for line in lines if line) + "\n\n" + str(result.get("text") or "")
 
 
 # ------------------------------------------------------------------------------ documents

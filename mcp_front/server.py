@@ -53,21 +53,30 @@ from protocol.context import CallContext
 log = logging.getLogger("mcp_front")
 
 ROOTS_TIMEOUT = 5.0
-INSTRUCTIONS = (
-    "LightRAG knowledge base: upload or point at documents, then query them. Each user has a "
-    "private knowledge base. Long indexing returns a track id: poll lightrag_get_status. "
-    "If a call fails with WORKER_RESTARTED or SERVICE_UNAVAILABLE, wait a few seconds and retry."
+#: The server's instructions, sentence by sentence: a sentence that names tools is said only when
+#: the profile advertises one of them (a small agent must not be sent after a tool it lacks).
+INSTRUCTION_SENTENCES: tuple[tuple[tuple[str, ...], str], ...] = (
+    ((), "LightRAG knowledge base: each user has a private one."),
+    (("lightrag_insert_file", "lightrag_batch_process"), "Index documents by upload or by path, then query them."),
+    ((), "Documents are named by their file names; every tool that takes document ids takes names too."),
+    (("lightrag_get_status",), "Long indexing returns a track id: poll lightrag_get_status."),
+    (("lightrag_read_document",), "To summarise or outline one document, read it with lightrag_read_document."),
+    ((), "If a call fails with WORKER_RESTARTED or SERVICE_UNAVAILABLE, wait a few seconds and retry."),
 )
 #: Said once per session, not in every query result: without an LLM, queries return passages.
 NO_LLM_INSTRUCTIONS = (
-    " No LLM is configured: queries return the retrieved passages with their sources, not a written "
+    "No LLM is configured: queries return the retrieved passages with their sources, not a written "
     "answer; answer from them and cite the file names."
 )
 
 
-def instructions_for(settings: Settings) -> str:
-    """The server's instructions; the no-LLM note only when no LLM is configured."""
-    return INSTRUCTIONS + ("" if settings.llm_binding else NO_LLM_INSTRUCTIONS)
+def instructions_for(settings: Settings, catalogue: Catalogue) -> str:
+    """The server's instructions for the advertised tools; the no-LLM note only when no LLM is configured."""
+    advertised = catalogue.advertised_tools()
+    sentences = [text for needs, text in INSTRUCTION_SENTENCES if not needs or advertised & set(needs)]
+    if not settings.llm_binding:
+        sentences.append(NO_LLM_INSTRUCTIONS)
+    return " ".join(sentences)
 
 
 class FrontApp:
@@ -281,7 +290,7 @@ def build_server(settings: Settings) -> tuple[Server[Any], FrontApp]:
         "lightrag-mcp",
         version=FRONT_VERSION,
         title="LightRAG knowledge base",
-        instructions=instructions_for(settings),
+        instructions=instructions_for(settings, catalogue),
         lifespan=lifespan,
         on_list_tools=app.on_list_tools,
         on_call_tool=app.on_call_tool,

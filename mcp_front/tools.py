@@ -15,9 +15,18 @@ from typing import Any
 import mcp.types as types
 
 from mcp_front.front_call import FrontHandler
-from mcp_front.health import HEALTH_OUTPUT_SCHEMA, health_check
+from mcp_front.health import HEALTH_OUTPUT_SCHEMA, health_check, render_health
 from mcp_front.knowledge_bases import LIST_TOOL, with_workspace
-from mcp_front.render import Renderer, compact_renderer, render_documents, render_json, render_query
+from mcp_front.render import (
+    Renderer,
+    compact_renderer,
+    render_document_text,
+    render_documents,
+    render_ingest,
+    render_json,
+    render_query,
+    render_status,
+)
 from mcp_front.stats import system_stats
 from protocol import ErrorCode, MethodSpec
 from protocol import methods as m
@@ -101,6 +110,7 @@ TOOLS: tuple[Tool, ...] = (
         title="Upload a document",
         description=f"Index a file ({m.upload_formats_text()}).",
         method=m.UPLOAD,
+        render=render_ingest,
         idempotent=True,
     ),
     Tool(
@@ -108,13 +118,15 @@ TOOLS: tuple[Tool, ...] = (
         title="Insert text",
         description="Index a text.",
         method=m.INSERT_TEXT,
+        render=render_ingest,
         idempotent=True,
     ),
     Tool(
         name="lightrag_get_status",
         title="Indexing status",
-        description="Indexing state of a track_id, batch_id or documents, with errors.",
+        description="Indexing state of a track_id, batch_id or documents.",
         method=m.GET_STATUS,
+        render=render_status,
         idempotent=True,
         aliases=("lightrag_get_indexing_status",),
     ),
@@ -122,8 +134,7 @@ TOOLS: tuple[Tool, ...] = (
         name="lightrag_query",
         title="Query the knowledge base",
         description=(
-            "Answer a question from the knowledge base; without an LLM, return the relevant passages with their "
-            "sources."
+            "Answer from the knowledge base; without an LLM, the relevant passages with their sources."
         ),
         method=m.QUERY,
         idempotent=True,
@@ -156,6 +167,7 @@ TOOLS: tuple[Tool, ...] = (
         title="Index files or a folder from disk",
         description="Index a file or folder on the server's disk; re-runs skip unchanged files.",
         method=m.INSERT_FILE,
+        render=render_ingest,
         idempotent=True,
         aliases=("lightrag_index_codebase",),
         uses_paths=True,
@@ -170,15 +182,23 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_list_documents",
         title="List documents",
-        description="List documents (id, name, status, counts) with filters and paging.",
+        description="List documents (id, name, status, counts), filtered and paged.",
         method=m.LIST_DOCUMENTS,
         render=render_documents,
         idempotent=True,
     ),
     Tool(
+        name="lightrag_read_document",
+        title="Read a document",
+        description="A document's text by name, page by page, with its outline.",
+        method=m.DOCUMENT_TEXT,
+        render=render_document_text,
+        idempotent=True,
+    ),
+    Tool(
         name=LIST_TOOL,
         title="List knowledge bases",
-        description="Your knowledge bases (the workspace values tools take) with their document counts.",
+        description="Your knowledge bases: the workspace values tools take.",
         method=m.LIST_KNOWLEDGE_BASES,
         render=compact_renderer("knowledge_bases"),
         idempotent=True,
@@ -187,7 +207,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_delete_documents",
         title="Delete documents",
-        description="Delete documents and the chunks, entities and relations only they support.",
+        description="Delete documents and the graph items only they support.",
         method=m.DELETE_DOCUMENTS,
         render=compact_renderer(*DELETE_STATED),
         destructive=True,
@@ -208,7 +228,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_search_entities",
         title="Search entities",
-        description="Find knowledge-graph entities by name or meaning.",
+        description="Find graph entities by name or meaning.",
         method=m.SEARCH_ENTITIES,
         render=compact_renderer(*SEARCH_STATED),
         idempotent=True,
@@ -216,7 +236,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_get_entity_relationships",
         title="Entity and its relationships",
-        description="An entity and its relationships, up to max_depth hops.",
+        description="An entity and its relations, up to max_depth hops.",
         method=m.ENTITY_RELATIONSHIPS,
         render=compact_renderer(*RELATIONSHIPS_STATED),
         idempotent=True,
@@ -226,14 +246,14 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_update_entity",
         title="Edit an entity",
-        description="Edit, rename, create or merge an entity and its relationships, all or nothing.",
+        description="Edit, rename, create or merge an entity and its relations, all or nothing.",
         method=m.UPDATE_ENTITY,
         destructive=True,
     ),
     Tool(
         name="lightrag_clear_cache",
         title="Clear caches",
-        description="Clear caches and report their sizes before and after.",
+        description="Clear caches; their sizes before and after.",
         method=m.CLEAR_CACHE,
         destructive=True,
         idempotent=True,
@@ -241,7 +261,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_get_system_stats",
         title="Usage statistics",
-        description="Usage statistics and the audit log of changes.",
+        description="Usage statistics and the audit log.",
         method=m.SYSTEM_STATS,
         front_handler=system_stats,
         idempotent=True,
@@ -249,11 +269,12 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_health_check",
         title="Knowledge base health",
-        description="Is the knowledge base up: worker, storages, embedding model, LLM.",
+        description="Is the knowledge base up: worker, storages, embedding, LLM.",
         method=m.HEALTH,
         idempotent=True,
         aliases=("health_check",),
         output_schema=HEALTH_OUTPUT_SCHEMA,
+        render=render_health,
         front_handler=health_check,
         rate_limited=False,  # stays answerable when the caller is rate-limited
     ),
@@ -269,7 +290,7 @@ TOOLS: tuple[Tool, ...] = (
 PROFILES: dict[str, str] = {
     "default": "one tool per job: every canonical tool except the simple query_lightrag, no aliases",
     "all": "every canonical tool and every alias",
-    "librechat": "the seed-000 trio for small agents, plus status, list and delete",
+    "librechat": "the seed-000 trio for small agents, plus status, list, delete and reading a document",
 }
 
 # Named profiles that are fixed lists of tool names.
@@ -281,5 +302,6 @@ PROFILE_TOOLS: dict[str, tuple[str, ...]] = {
         "lightrag_get_status",
         "lightrag_list_documents",
         "lightrag_delete_documents",
+        "lightrag_read_document",
     ),
 }

@@ -111,18 +111,25 @@ async def build_index(rag: Any, docs: list[BenchDoc], marker: Path) -> float:
     return seconds
 
 
-async def ask(rag: Any, question: Question, mode: str) -> tuple[bool, bool, int]:
-    """(fact in the first 10 passages, fact anywhere in the context, passages retrieved)."""
+async def ask(rag: Any, question: Question, mode: str) -> tuple[bool, bool, int, bool]:
+    """(fact in the first 10 passages, fact anywhere in the context, passages retrieved, fact in
+    the first 10 passages as the model reads them: fitted to the default LIGHTRAG_MCP_RESULT_CHARS)."""
+    from config.settings import setting
     from protocol.methods import QUERY
     from rag_worker.operations.querying import query_param
+    from rag_worker.operations.result_budget import fit_result
 
     args = QUERY.with_defaults({"query": question.text, "mode": mode})
     result = await rag.aquery_data(question.text, query_param(args, stream=False, with_llm=False))
     data = result.get("data") or {}
     chunks = [str(c.get("content") or "") for c in data.get("chunks") or []]
     in_top = any(question.stated_in(c) for c in chunks[:TOP_N])
-    described = [str(x.get("description") or "") for x in (data.get("entities") or []) + (data.get("relationships") or [])]
-    return in_top, in_top or any(question.stated_in(d) for d in described), len(chunks)
+    graph = [dict(x) for x in (data.get("entities") or []) + (data.get("relationships") or [])]
+    described = [str(x.get("description") or "") for x in graph]
+    sources = [{"content": chunk} for chunk in chunks]
+    fit_result(question.text, sources, graph, [], int(setting("LIGHTRAG_MCP_RESULT_CHARS").default))
+    in_read = any(question.stated_in(str(s["content"])) for s in sources[:TOP_N])
+    return in_top, in_top or any(question.stated_in(d) for d in described), len(chunks), in_read
 
 
 async def measure(size: int, *, questions: int | None = None, modes: Iterable[str] = MODES,
@@ -154,17 +161,19 @@ async def measure(size: int, *, questions: int | None = None, modes: Iterable[st
         per_mode: dict[str, Any] = {}
         for mode in modes:
             started = time.perf_counter()
-            hits = context_hits = passages = 0
+            hits = context_hits = passages = read_hits = 0
             missed: list[str] = []
             for question in asked:
-                in_top, in_context, count = await ask(rag, question, mode)
+                in_top, in_context, count, in_read = await ask(rag, question, mode)
                 hits += in_top
+                read_hits += in_read
                 context_hits += in_context
                 passages += count
                 if not in_top and len(missed) < 5:
                     missed.append(question.text)
             per_mode[mode] = {
                 "recall_at_10": round(hits / len(asked), 3),
+                "recall_at_10_read": round(read_hits / len(asked), 3),
                 "in_context": round(context_hits / len(asked), 3),
                 "mean_passages": round(passages / len(asked), 1),
                 "query_ms": round(1000 * (time.perf_counter() - started) / len(asked), 1),
@@ -189,12 +198,14 @@ def _remove(path: Path) -> None:
 
 def table(results: list[dict[str, Any]]) -> str:
     modes = list(results[0]["modes"]) if results else []
-    lines = [f"{'docs':>6} {'model':<14} {'index':>9}  " + "  ".join(f"{m:>13}" for m in modes)]
+    lines = [f"{'docs':>6} {'model':<14} {'index':>9}  " + "  ".join(f"{m:>18}" for m in modes)]
     for r in results:
-        cells = [f"{r['modes'][m]['recall_at_10']:.2f} ({r['modes'][m]['in_context']:.2f})" for m in modes]
+        cells = [f"{r['modes'][m]['recall_at_10']:.2f} {r['modes'][m]['recall_at_10_read']:.2f} "
+                 f"({r['modes'][m]['in_context']:.2f})" for m in modes]
         index = f"{r['indexing_s']:.0f} s" + ("*" if r["index_cached"] else "")
-        lines.append(f"{r['size']:>6} {r['model']:<14} {index:>9}  " + "  ".join(f"{c:>13}" for c in cells))
-    lines.append("recall@10 (in context); * indexing time of the cached index")
+        lines.append(f"{r['size']:>6} {r['model']:<14} {index:>9}  " + "  ".join(f"{c:>18}" for c in cells))
+    lines.append("recall@10, recall@10 in the passages as the model reads them (LIGHTRAG_MCP_RESULT_CHARS), "
+                 "(in context); * indexing time of the cached index")
     return "\n".join(lines)
 
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from protocol.methods.ingest import INGEST_TIMEOUT
+from protocol.methods.ingest import DOCUMENT_ID, INGEST_TIMEOUT
 from protocol.schema import MethodSpec, array, boolean, integer, nullable, number, obj, open_object, string
 
 DOCUMENT_STATES = ["pending", "parsing", "analyzing", "processing", "processed", "failed"]
 SORT_FIELDS = ["created_date", "updated_date", "title", "filename", "status", "size", "processing_time"]
 MAX_LIST_LIMIT = 200
 MAX_DELETE_IDS = 100
-
-DOCUMENT_ID = string("doc-… id or file name", max_length=255, min_length=1)
 
 LIST_DOCUMENTS_PARAMS = obj(
     {
@@ -22,7 +20,7 @@ LIST_DOCUMENTS_PARAMS = obj(
         "search_query": string("text in name, title, id or metadata", max_length=500),
         "date_range": obj(
             {"start_date": string(max_length=64), "end_date": string(max_length=64)},
-            "upload time, ISO 8601 (UTC), inclusive",
+            "upload time, ISO 8601, inclusive",
         ),
     }
 )
@@ -93,10 +91,10 @@ DELETE_DOCUMENTS_PARAMS = obj(
         "document_ids": array(DOCUMENT_ID, min_items=1, max_items=MAX_DELETE_IDS),
         "delete_options": obj(
             {
-                "cascade_delete": boolean("false: refuse if entities or relations would go", default=True),
+                "cascade_delete": boolean(default=True),  # false: refuse if graph items would go
                 "create_backup": boolean("JSON backup first", default=False),
                 "notify_on_completion": boolean(),  # accepted for seed-002 callers, ignored
-                "force_delete": boolean("also documents stuck pending/processing", default=False),
+                "force_delete": boolean("also stuck documents", default=False),
             }
         ),
     },
@@ -162,7 +160,32 @@ READ_DOCUMENT_RESULT = obj(
     closed=False,
 )
 
+# A document's text a page at a time, for clients without resources (LibreChat); a page is
+# LIGHTRAG_MCP_RESULT_CHARS long, the size of a query's result.
+DOCUMENT_TEXT_PARAMS = obj(
+    {
+        "document": string("name or id; omitted: the newest", max_length=255, min_length=1),
+        "offset": integer("a page's next_offset", maximum=2**31, default=0),
+    }
+)
+
+DOCUMENT_TEXT_RESULT = obj(
+    {
+        "document_id": string(max_length=128),
+        "filename": string(max_length=512),
+        "status": string(max_length=32),
+        "offset": integer(maximum=2**31),
+        "next_offset": nullable(integer("Where the next page starts; null at the end.", maximum=2**31)),
+        "total_chars": integer(maximum=2**31),
+        "outline": array(string(max_length=200), max_items=100),
+        "text": string(max_length=1_000_000),
+        "message": string(max_length=2000),
+    },
+    closed=False,
+)
+
 LIST_DOCUMENTS = MethodSpec("documents/list", LIST_DOCUMENTS_PARAMS, LIST_DOCUMENTS_RESULT)
+DOCUMENT_TEXT = MethodSpec("documents/text", DOCUMENT_TEXT_PARAMS, DOCUMENT_TEXT_RESULT)
 # No tool: the front serves it as `resources/read` of `lightrag://documents/{doc_id}` (mcp_front.resources).
 READ_DOCUMENT = MethodSpec("documents/read", READ_DOCUMENT_PARAMS, READ_DOCUMENT_RESULT)
 DELETE_DOCUMENTS = MethodSpec(
@@ -170,5 +193,5 @@ DELETE_DOCUMENTS = MethodSpec(
 )
 
 # The methods this area declares (METHODS is built from them) and what it exports to `protocol.methods`.
-SPECS = (LIST_DOCUMENTS, DELETE_DOCUMENTS, READ_DOCUMENT)
-__all__ = ["LIST_DOCUMENTS", "DELETE_DOCUMENTS", "READ_DOCUMENT"]
+SPECS = (LIST_DOCUMENTS, DELETE_DOCUMENTS, READ_DOCUMENT, DOCUMENT_TEXT)
+__all__ = ["LIST_DOCUMENTS", "DELETE_DOCUMENTS", "READ_DOCUMENT", "DOCUMENT_TEXT"]

@@ -15,7 +15,7 @@ LABELS = array(string(max_length=64, min_length=1), max_items=20)
 
 PROPERTIES = {
     "type": "object",
-    "description": 'e.g. {"website": "acme.example"}; null removes one',
+    "description": 'e.g. {"url": "a.example"}; null removes one',
     "maxProperties": 32,
     "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9_]{0,63}$"},
     "additionalProperties": nullable(string(max_length=MAX_PROPERTY_VALUE)),
@@ -55,7 +55,7 @@ UPDATE_ENTITY = MethodSpec(
                     "allow_merge": boolean("new_name may be an existing entity", default=False),
                 }
             ),
-            "merge_entities": array(ENTITY_NAME, "duplicates to merge into this one", max_items=MAX_MERGE),
+            "merge_entities": array(ENTITY_NAME, "duplicates to merge in", max_items=MAX_MERGE),
         },
         required=["entity_id"],
     ),

@@ -36,7 +36,7 @@ GRAPH_OPTIONS = obj(
 
 GET_GRAPH_PARAMS = obj(
     {
-        "label_filter": string("entity name, entity type, or * for all", max_length=500),
+        "label_filter": string("entity name or type; * for all", max_length=500),
         "entity": string(max_length=500),
         "query": string("center on this text's entities", max_length=2000),
         "max_depth": integer(minimum=1, maximum=5, default=2),

@@ -7,6 +7,8 @@ from protocol.schema import MethodSpec, array, boolean, integer, nullable, numbe
 MAX_BASE64_CHARS = 100_000_000  # the byte limit itself is LIGHTRAG_MCP_MAX_FILE_MB, checked by the worker
 MAX_TEXT_CHARS = 5_000_000
 INGEST_TIMEOUT = 600.0  # seconds the front waits for an ingestion (or a large export or delete)
+# Every argument naming a document takes its id or its name (the worker's `Workspace.find_document`).
+DOCUMENT_ID = string("id or file name", max_length=255, min_length=1)
 
 
 
@@ -28,11 +30,15 @@ METADATA = {
     "maxProperties": 32,
     # Key characters are checked by the worker (rag_worker.ingest.metadata), with an error naming the key.
     "propertyNames": {"maxLength": 64},
+    # One schema with a list of types, not anyOf: LibreChat's JSON Schema → Zod conversion loses the
+    # type of an anyOf under additionalProperties (and the list costs fewer characters per turn).
     "additionalProperties": {
-        "anyOf": [
-            {"type": ["string", "number", "boolean"], "maxLength": 2000, "maximum": 10**15, "minimum": -(10**15)},
-            {"type": "array", "maxItems": 50, "items": {"type": "string", "maxLength": 200}},
-        ]
+        "type": ["string", "number", "boolean", "array"],
+        "maxLength": 2000,
+        "maximum": 10**15,
+        "minimum": -(10**15),
+        "maxItems": 50,
+        "items": {"type": "string", "maxLength": 200},
     },
 }
 
@@ -111,7 +117,7 @@ INSERT_TEXT = MethodSpec(
     timeout=INGEST_TIMEOUT,
 )
 
-GLOBS = array(string(max_length=200), '.gitignore globs, e.g. ["*.py", "docs/**"]', max_items=50)
+GLOBS = array(string(max_length=200), 'gitignore globs, e.g. ["*.py"]', max_items=50)
 
 JOB_RESULT = obj(
     {
@@ -139,7 +145,7 @@ INSERT_FILE = MethodSpec(
             "exclude": {key: value for key, value in GLOBS.items() if key != "description"},
             "recursive": boolean(default=True),
             "use_gitignore": boolean(default=True),
-            "remove_missing": boolean("delete documents whose files are gone", default=False),
+            "remove_missing": boolean("delete vanished files' documents", default=False),
             "metadata": METADATA,
             "processing_options": PROCESSING_OPTIONS,
             "file_validation": obj(
@@ -199,7 +205,7 @@ GET_STATUS = MethodSpec(
     obj(
         {
             "track_id": string(max_length=128),
-            "document_ids": array(string(max_length=128), max_items=100),
+            "document_ids": array(DOCUMENT_ID, max_items=100),
             "batch_id": string(max_length=128),
             "cancel": boolean("stop the batch_id", default=False),
         }

@@ -24,7 +24,7 @@ QUERY_PARAMS = obj(
     {
         "query": QUERY_TEXT,
         "mode": string(
-            "mix: graph+vectors; naive: vectors; local, global, hybrid: graph; bypass: LLM only",
+            "mix: graph+vectors; naive: vectors; local/global/hybrid: graph; bypass: LLM",
             enum=MODES,
             default="mix",
         ),

@@ -156,7 +156,7 @@ SYSTEM_STATS = MethodSpec(
     obj(
         {
             "time_range": {
-                "anyOf": [string(enum=TIME_RANGES), obj({"start": ISO_TIME, "end": ISO_TIME}, "ISO 8601")]
+                "anyOf": [string(enum=TIME_RANGES), obj({"start": ISO_TIME, "end": ISO_TIME})]
             },
             "stat_categories": array(
                 string(enum=STAT_CATEGORIES), "default: all but audit", max_items=len(STAT_CATEGORIES)

@@ -27,7 +27,6 @@ from rag_worker.operations.deletion import (
     inspect,
     not_ready_failure,
     readiness,
-    resolve,
     restrict_failure,
 )
 from rag_worker.operations.listing import (
@@ -39,6 +38,7 @@ from rag_worker.operations.listing import (
     select_documents,
     status_row,
 )
+from rag_worker.operations.reading import document_text, newest_document, text_page
 from rag_worker.storage.catalog import state_of
 from rag_worker.storage.workspace import Workspace
 
@@ -60,23 +60,39 @@ async def read_document(ctx: RequestContext, args: dict[str, Any]) -> dict[str, 
     """One document of the caller's workspace: its summary and its full text as LightRAG stored it.
 
     Only the caller's workspace is looked in, so another user's id is simply not found here."""
-    doc_id = str(args["document_id"])
     ws = await ctx.state.engines.get(ctx.workspace)
-    row = await ws.status_row(doc_id)
-    if row is None:
+    found = await ws.find_document(str(args["document_id"]))
+    if found is None:
         raise RagError(
             ErrorCode.DOCUMENT_NOT_FOUND,
             "No document with this id in your knowledge base.",
             suggested_action="List the resources (or call lightrag_list_documents) for the ids that exist.",
         )
+    doc_id, row = found
     view = document_view(doc_id, status_row(row), await ws.catalog.get(doc_id) or {})
     await add_graph_counts(ws, [view])
-    queued = ws.intake.get(doc_id)
-    stored = {"content": queued.text} if queued else await ws.rag.full_docs.get_by_id(doc_id) or {}
-    text = str(stored.get("content") or "")
+    text = await document_text(ws, doc_id)
     # Half the pipe's frame for the text: the JSON around it, and escapes, fit in the rest.
     shown = await ctx.run_cpu(_fit_utf8, text, ctx.state.settings.max_frame_mb * 2**20 // 2)
     return {"document": view, "text": shown, "text_chars": len(text), "truncated": len(shown) < len(text)}
+
+
+@handles(m.DOCUMENT_TEXT)
+async def read_text(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    """`lightrag_read_document`: a document's text by name or id (omitted: the newest), a page at a time."""
+    ws = await ctx.state.engines.get(ctx.workspace)
+    requested = str(args.get("document") or "")
+    found = await ws.find_document(requested) if requested else None
+    doc_id = found[0] if found else None if requested else await newest_document(ws)
+    if doc_id is None:
+        raise RagError(
+            ErrorCode.DOCUMENT_NOT_FOUND,
+            f"No document named '{requested[:100]}' in your knowledge base." if requested
+            else "Your knowledge base holds no documents yet.",
+            suggested_action="lightrag_list_documents shows the names that exist." if requested
+            else "Upload one first (upload_to_lightrag).",
+        )
+    return await text_page(ws, doc_id, int(args["offset"]), int(ctx.state.settings.result_chars))
 
 
 def _fit_utf8(text: str, max_bytes: int) -> str:
@@ -112,7 +128,7 @@ async def delete_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[st
     async with ws.ingest_lock:
         targets: dict[str, Target] = {}
         for name in requested:
-            hit = await resolve(ws, name)
+            hit = await ws.find_document(name)
             if hit is None:
                 failures.append(
                     Failure(

@@ -21,10 +21,10 @@ from rag_worker.operations.indexing import (
     describe_document,
     describe_ingest,
     index_document,
-    still_indexing,
     track_rows,
 )
 from rag_worker.operations.jobs import Job, JobItem, job_view
+from rag_worker.operations.progress import still_indexing
 from rag_worker.storage.catalog import SourceDocument
 from rag_worker.storage.workspace import Workspace
 
@@ -191,10 +191,10 @@ async def get_status(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any
     rows: dict[str, Any] = {}
     if args.get("track_id"):
         rows.update(await track_rows(ws, args["track_id"]))
-    for doc_id in args.get("document_ids") or []:
-        row = await ws.status_row(doc_id)
-        if row is not None:
-            rows[doc_id] = row
+    for requested in args.get("document_ids") or []:  # ids or names, like every tool that takes them
+        found = await ws.find_document(requested)
+        if found is not None:
+            rows[found[0]] = found[1]
     wanted = bool(args.get("track_id") or args.get("document_ids"))
     documents = []
     for doc_id, row in rows.items():
@@ -204,28 +204,36 @@ async def get_status(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any
     if wanted and not documents:
         raise RagError(
             ErrorCode.DOCUMENT_NOT_FOUND,
-            "No document matches that track id or those document ids in your knowledge base.",
+            "No document matches that track id or those document ids or names in your knowledge base.",
+            suggested_action="lightrag_list_documents shows the names and ids that exist.",
         )
-    result = {"documents": documents, "counts": counts, "pipeline": pipeline_view, "message": _status_message(documents, counts)}
+    message = _status_message(documents, counts, pipeline_view)
+    result = {"documents": documents, "counts": counts, "pipeline": pipeline_view, "message": message}
     if len(documents) == 1:  # the common case: "how is my upload doing?"
         result["status"] = documents[0]["status"]
     return result
 
 
-def _status_message(documents: list[dict[str, Any]], counts: dict[str, int]) -> str:
-    """One line per document still indexing or failed; a count for the rest."""
-    if not documents:
-        return f"Knowledge base: {counts.get('processed', 0)} processed, {sum(counts.values())} in all."
-    lines = []
-    for doc in documents:
-        if doc["status"] == "failed":
-            lines.append(f"Indexing '{doc['filename']}' failed: {doc['error'] or 'unknown reason'}.")
-        elif doc["status"] != "processed":
-            lines.append(still_indexing(doc))
-    done = sum(1 for d in documents if d["status"] == "processed")
-    if done:
-        lines.insert(0, f"{done} of {len(documents)} document(s) indexed.")
+def _status_message(documents: list[dict[str, Any]], counts: dict[str, int], pipeline: dict[str, Any]) -> str:
+    """One line per document asked about (its state, counts or progress, and what to do), then the
+    knowledge base's counts once; while indexing runs and no document was named, what it does."""
+    lines = [_document_status(doc) for doc in documents]
+    states = ", ".join(f"{count} {state}" for state, count in counts.items() if count)
+    lines.append(f"Knowledge base: {states or 'empty'}; {sum(counts.values())} in all.")
+    if not documents and pipeline.get("busy") and pipeline.get("latest_message"):
+        lines.append(f"Indexing runs: {str(pipeline['latest_message'])[:200]}")
     return "\n".join(lines)
+
+
+def _document_status(doc: dict[str, Any]) -> str:
+    if doc["status"] == "failed":
+        return f"Indexing '{doc['filename']}' failed: {doc['error'] or 'unknown reason'}."
+    if doc["status"] != "processed":
+        return still_indexing(doc)
+    return (
+        f"'{doc['filename']}' is indexed: {doc['pages']} page(s), {doc['words']} words, {doc['chunks']} chunks, "
+        f"{doc['entities']} entities, {doc['relations']} relations."
+    )
 
 
 async def _batch_status(ctx: RequestContext, ws: Workspace, batch_id: str, cancel: bool) -> dict[str, Any]:

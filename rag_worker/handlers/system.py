@@ -123,8 +123,9 @@ def _workspace_lock_state(ctx: RequestContext, result: dict[str, Any]) -> None:
     result["status"] = "degraded"
     result["components"]["workspace"] = {"status": "busy", **holder}
     result["notes"].append(
-        f"Your knowledge base is held by another server process ({describe_holder(holder)}); calls that use it "
-        "answer WORKSPACE_BUSY until that process stops (close the other client, or wait for it to go idle)."
+        f"Your knowledge base is held by another server process ({describe_holder(holder)}); a call that uses it "
+        "waits for that process to let go (an idle one does within seconds) and answers WORKSPACE_BUSY only "
+        "when it stays busy (indexing) longer than the call may wait."
     )
 
 

@@ -235,12 +235,16 @@ def _checked_path_text(raw: str) -> str:
 
 
 def document_name(real: Path, root: Path) -> str:
-    """`<root folder name>/<path inside the root>`, with '/' separators (LibreChat's prefix dropped)."""
+    """`<root folder name>/<path inside the root>`, with '/' separators; a LibreChat attachment
+    (`<file_id>__<name>` directly in a root, the user's upload folder) is its bare original name,
+    as the user knows it, never under the folder that names their user id."""
     relative = real.relative_to(root).as_posix()
     prefix = root.name or "root"
     if relative == ".":
         return prefix
     folder, _, name = relative.rpartition("/")
+    if not folder and _LIBRECHAT_FILE_ID.match(name):
+        return original_name(name)
     name = original_name(name)
     return f"{prefix}/{folder}/{name}" if folder else f"{prefix}/{name}"
 

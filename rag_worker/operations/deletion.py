@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol import ErrorCode
-from rag_worker.storage.catalog import TERMINAL_STATES, doc_id_for, name_from_file_path
+from rag_worker.storage.catalog import TERMINAL_STATES, name_from_file_path
 from rag_worker.storage.removal import WaitReport, remove_document
 from rag_worker.storage.workspace import Workspace
 
@@ -110,15 +110,6 @@ def not_ready_failure(doc_id: str, reason: str) -> Failure:
         suggested_action="Retry once indexing has finished; if the document stays stuck in that state while nothing "
         "is indexing, delete it with force_delete=true.",
     )
-
-
-async def resolve(ws: Workspace, requested: str) -> tuple[str, dict[str, Any]] | None:
-    """The document an id (or its file name) names, with its status row."""
-    for doc_id in (requested, doc_id_for(requested)):
-        row = await ws.status_row(doc_id)
-        if row is not None:
-            return doc_id, row
-    return None
 
 
 def _pair(pair: Any) -> tuple[str, str]:

@@ -22,6 +22,7 @@ import anyio
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
 from rag_worker.operations.limits import check_quota
+from rag_worker.operations.progress import indexing_progress, still_indexing
 from rag_worker.storage.catalog import (
     TERMINAL_STATES,
     SourceDocument,
@@ -278,22 +279,6 @@ async def document_counts(ws: Workspace, doc_id: str) -> tuple[int, int]:
     return (int(entities["count"]) if entities else 0, int(relations["count"]) if relations else 0)
 
 
-async def indexing_progress(ws: Workspace, row: dict[str, Any]) -> dict[str, Any] | None:
-    """How far a document in the pipeline has come: its passages read for entities out of all.
-
-    A passage counts once LightRAG has recorded its extraction (the chunk's cache list);
-    the graph merge that follows is the last fifth of the estimate. None before chunking.
-    """
-    chunk_ids = [str(c) for c in row.get("chunks_list") or []]
-    if not chunk_ids:
-        return None
-    chunks = await ws.rag.text_chunks.get_by_ids(chunk_ids)
-    read = sum(1 for chunk in chunks if isinstance(chunk, dict) and chunk.get("llm_cache_list"))
-    stage = "merging into the graph" if read == len(chunk_ids) else "reading passages"
-    return {"chunks_done": read, "chunks_total": len(chunk_ids), "percent": round(80 * read / len(chunk_ids)),
-            "stage": stage}
-
-
 async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
     """A document's state and counts, from LightRAG's status row and our record."""
     state = state_of(row.get("status"))
@@ -303,7 +288,7 @@ async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], rec
     if state == "processed":
         entities, relations = await document_counts(ws, doc_id)
     elif state not in TERMINAL_STATES:
-        progress = await indexing_progress(ws, row)
+        progress = await indexing_progress(ws, doc_id, row)
     return {
         "document_id": doc_id,
         "filename": record.get("filename") or name_from_file_path(str(row.get("file_path") or "")) or doc_id,
@@ -350,32 +335,16 @@ async def describe_ingest(
 
 def _message(result: dict[str, Any]) -> str:
     name, state, action = result["filename"], result["status"], result["action"]
-    if action == "already_indexed":
+    if action == "already_indexed" and state == "processed":
         return (
             f"'{name}' is already indexed with identical content (document {result['document_id']}); nothing was added."
         )
     if state == "failed":
         return f"Indexing '{name}' failed: {result['error'] or 'unknown reason'}."
     if state != "processed":
-        return still_indexing(result)
+        return still_indexing(result, again=action == "already_indexed")
     verb = "Replaced the previous version of" if action == "replaced" else "Indexed"
     return (
         f"{verb} '{name}': {result['pages']} page(s), {result['words']} words, {result['chunks']} chunks, "
         f"{result['entities']} entities, {result['relations']} relations in {result['processing_time_s']:.1f}s."
-    )
-
-
-def still_indexing(document: dict[str, Any]) -> str:
-    """What a model can relay about a document still in the pipeline, with the track id to ask again."""
-    progress = document.get("progress")
-    if progress:
-        where = (
-            f"indexing, ~{progress['percent']}% done ({progress['chunks_done']} of {progress['chunks_total']} "
-            f"passages read{', now ' + progress['stage'] if progress['stage'] != 'reading passages' else ''})"
-        )
-    else:
-        where = "queued for indexing" if document["status"] == "pending" else "being prepared for indexing"
-    return (
-        f"'{document['filename']}' is {where}; it goes on in the background. Ask again in a minute: "
-        f"lightrag_get_status with track_id {document['track_id']}."
     )

@@ -13,6 +13,8 @@ from typing import Any
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
 from rag_worker.graph.sources import CHUNK_MARKER
+from rag_worker.operations.reading import whole_document_request, whole_document_result
+from rag_worker.operations.result_budget import fit_result
 from rag_worker.query_cache import ChunkScores, cosines, observing_chunk_scores, remembered_vector
 from rag_worker.storage.catalog import name_from_file_path
 from rag_worker.storage.vector_flush import reading_committed_state
@@ -26,6 +28,9 @@ PREVIEW_CHARS = 300
 LLM_FAILED_NOTE = (
     "The LLM did not answer (unreachable or too slow), so these are the retrieved passages, not a written "
     "answer: answer from them and cite their filenames. lightrag_health_check shows the LLM's state."
+)
+WHOLE_DOCUMENT_NOTE = (
+    "To summarise or outline one document, read it whole: lightrag_read_document with its file name."
 )
 NO_RESULTS_NOTE = (
     "NO_RESULTS_FOUND: nothing relevant is in this knowledge base. Rephrase the question, "
@@ -71,6 +76,11 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
         )
     if not query:
         raise RagError(ErrorCode.INVALID_PARAMETER, "The query is empty.")
+    budget = int(ctx.state.settings.result_chars)
+    if not with_llm and whole_document_request(query):  # passages resembling "summary" would not do
+        whole = await whole_document_result(ws, query, budget)
+        if whole is not None:
+            return _query_result(ws, query, mode, started, whole)
     param = query_param(args, stream=stream, with_llm=with_llm)
     try:
         with reading_committed_state(), observing_chunk_scores() as seen:
@@ -110,6 +120,9 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
         status = "context_only"
         notes.append(LLM_FAILED_NOTE)
     elif not found:
+        whole = await whole_document_result(ws, query, budget) if whole_document_request(query) else None
+        if whole is not None:
+            return _query_result(ws, query, mode, started, whole)
         status = "no_results"
         notes.append(NO_RESULTS_NOTE)
     else:
@@ -119,26 +132,33 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
             await ctx.progress(index + 1, len(sources), f"[{index + 1}] {source['filename']}: {_preview(source['content'])}")
     entities = [_entity(e) for e in (data.get("entities") or [])]
     relationships = [_relation(r) for r in (data.get("relationships") or [])]
-    metadata = raw.get("metadata") or {}
+    if not with_llm:  # the calling model reads this context on every later turn: fit it to the budget
+        fit_result(query, sources, entities, relationships, budget)
+    if found and whole_document_request(query):
+        notes.append(WHOLE_DOCUMENT_NOTE)
+    found_parts = {"status": status, "answer": answer, "sources": sources, "entities": entities,
+                   "relationships": relationships, "notes": notes}
+    return _query_result(ws, query, mode, started, found_parts, (raw.get("metadata") or {}).get("keywords"))
+
+
+def _query_result(ws: Workspace, query: str, mode: str, started: float, found: dict[str, Any],
+                  keywords: Any = None) -> dict[str, Any]:
+    """The query tool's result around what was found (status, answer, sources, graph, notes)."""
+    sources, answer = found["sources"], found["answer"]
     return {
         "query": query,
         "mode": mode,
-        "status": status,
-        "answer": answer,
-        "sources": sources,
-        "entities": entities,
-        "relationships": relationships,
+        **found,
         "metadata": {
-            "entities_used": len(entities),
-            "relations_used": len(relationships),
+            "entities_used": len(found["entities"]),
+            "relations_used": len(found["relationships"]),
             "chunks_used": len(sources),
             "processing_time_s": round(time.perf_counter() - started, 3),
-            "keywords": metadata.get("keywords") or {},
-            "token_usage": _token_usage(None if with_llm else sum(len(s["content"]) for s in sources), answer),
+            "keywords": keywords or {},
+            "token_usage": _token_usage(None if answer else sum(len(s["content"]) for s in sources), answer),
             "cache_hit": False,
             "llm": ws.components.get("llm_name"),
         },
-        "notes": notes,
     }
 
 

@@ -43,6 +43,7 @@ from rag_worker.storage.locks import (
     WorkspaceLocks,
     describe_holder,
     file_lock_holder,
+    lock_wait,
     uses_postgres,
 )
 from rag_worker.storage.placement import StoragePlacement
@@ -59,6 +60,7 @@ log = logging.getLogger("rag_worker.storage.engine")
 OPEN_LEASE_S = 60.0  # how long opening a workspace on server storages may block the loop
 CLOSE_TIMEOUT_S = 10.0
 LONGEST_SWEEP_S = 15.0  # the sweep also checks the PostgreSQL lock connection this often
+WANTED_POLL_S = 1.0  # how often an open workspace is checked for another process waiting for it
 UNUSED_POLL_S = 0.5
 
 
@@ -162,7 +164,7 @@ class EngineRegistry:
 
     async def _open_workspace(self, workspace: str) -> Workspace:
         directory = self.workspace_dir(workspace)
-        locks = WorkspaceLocks(workspace, await FileLock.acquire(directory))
+        locks = WorkspaceLocks(workspace, await FileLock.acquire(directory, lock_wait(self._settings)))
         try:
             storages, fallback = self.placement.for_workspace(directory)
             if uses_postgres(storages):
@@ -298,13 +300,23 @@ class EngineRegistry:
     # --- closing ---------------------------------------------------------------------------
 
     async def sweep_forever(self) -> None:
-        """Background, until `close_all`: close idle workspaces, keep the bound, check the lock connection."""
+        """Background, until `close_all`: every WANTED_POLL_S let go of idle workspaces another process
+        waits for; every interval close idle ones, keep the bound, check the lock connection."""
         interval = min(self._idle_seconds / 4, LONGEST_SWEEP_S) if self._idle_seconds > 0 else LONGEST_SWEEP_S
+        next_sweep = time.monotonic() + interval
         while not self._stopped.is_set():
-            with anyio.move_on_after(max(interval, 0.1)):
+            with anyio.move_on_after(max(min(interval, WANTED_POLL_S), 0.1)):
                 await self._stopped.wait()
             if not self._stopped.is_set():
+                await self.release_wanted()
+            if not self._stopped.is_set() and time.monotonic() >= next_sweep:
                 await self.sweep()
+                next_sweep = time.monotonic() + interval
+
+    async def release_wanted(self) -> None:
+        """Let go of the idle workspaces another process is waiting for (it serves the call instead)."""
+        for entry in [entry for entry in self._open.values() if entry.locks.wanted(entry.last_used)]:
+            await self._close_if_idle(entry, "wanted by another process")
 
     async def sweep(self) -> None:
         """Close the workspaces idle for LIGHTRAG_MCP_WORKSPACE_IDLE_SECONDS; keep the bound."""

@@ -1,8 +1,12 @@
 """Who may write a workspace: one process at a time, holding its locks while the workspace is open.
 
 * Local files: the workspace's directory under WORKING_DIR is owned through an OS file lock
-  (`flock` on `<directory>/.lock`).  Another server process on the same data directory waits
-  LOCK_WAIT_SECONDS, then gets WORKSPACE_BUSY naming the holder's pid (SPEC §3).
+  (`flock` on `<directory>/.lock`).  Another server process on the same data directory (a
+  second LibreChat connection of the same user, VS Code beside LibreChat) waits within its
+  call's budget (`lock_wait`), touching `<directory>/.wanted` while it waits; the holder sees
+  the fresh marker and lets go of the workspace once it has been idle WANTED_IDLE_SECONDS (its
+  registry's sweep), instead of after LIGHTRAG_MCP_WORKSPACE_IDLE_SECONDS. A holder that stays
+  busy longer than the wait leaves the waiter WORKSPACE_BUSY naming its pid (SPEC §3).
 * PostgreSQL: replicas have data directories of their own but share the database, so a
   workspace whose storages include PostgreSQL is also held with a session advisory lock
   (`pg_try_advisory_lock`, a 64-bit key hashed from the workspace name) on one dedicated
@@ -34,8 +38,11 @@ from protocol import ErrorCode, RagError
 
 log = logging.getLogger("rag_worker.storage.locks")
 
-LOCK_WAIT_SECONDS = 5.0  # how long a call waits for a workspace another process holds
+LOCK_WAIT_SECONDS = 5.0  # the shortest wait for a workspace another process holds (see lock_wait)
 RETRY_S = 0.2
+WANTED_MARKER = ".wanted"
+WANTED_FRESH_SECONDS = 2.0  # a waiter touches the marker every RETRY_S: older means nobody waits
+WANTED_IDLE_SECONDS = 1.0  # a wanted workspace idle this long is let go (an answer in flight finishes first)
 APPLICATION = "lightrag-mcp"
 _ADVISORY_NAMESPACE = b"lightrag-mcp workspace\x00"  # keeps our keys apart from other applications'
 CONNECT_TIMEOUT_S = 10.0
@@ -50,15 +57,24 @@ _STICKY_ROUTING = (
 # --- local files: an OS file lock ------------------------------------------------------------
 
 
+def lock_wait(settings: Any) -> float:
+    """How long a call waits for a workspace another process holds: the budget an ingestion call
+    has to answer in (LIGHTRAG_MCP_WAIT_SECONDS), at least LOCK_WAIT_SECONDS — time enough for an
+    idle holder to notice the waiter and let go."""
+    return max(LOCK_WAIT_SECONDS, float(settings.wait_seconds))
+
+
 @dataclass
 class FileLock:
     """A held `flock` on a workspace directory's `.lock` file (released when the fd closes)."""
 
     fd: int
+    directory: Path | None = None
 
     @classmethod
     async def acquire(cls, directory: Path, wait: float = LOCK_WAIT_SECONDS) -> FileLock:
-        """Take the lock, waiting up to `wait` seconds; WORKSPACE_BUSY naming the holder after that."""
+        """Take the lock, waiting up to `wait` seconds and saying so to the holder (the `.wanted`
+        marker); WORKSPACE_BUSY naming the holder after that."""
         directory.mkdir(parents=True, exist_ok=True)
         fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
         deadline = time.monotonic() + wait
@@ -66,8 +82,9 @@ class FileLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 _record_holder(fd)
-                return cls(fd)
+                return cls(fd, directory)
             except BlockingIOError:
+                _touch(directory / WANTED_MARKER)
                 if time.monotonic() >= deadline:
                     holder = _read_holder(fd)
                     os.close(fd)
@@ -81,6 +98,22 @@ class FileLock:
     def release(self) -> None:
         with contextlib.suppress(OSError):
             os.close(self.fd)
+
+    def wanted(self) -> bool:
+        """Does another process wait for this workspace right now (a fresh `.wanted` marker)?"""
+        if self.directory is None:
+            return False
+        try:
+            touched = (self.directory / WANTED_MARKER).stat().st_mtime
+        except OSError:
+            return False
+        return time.time() - touched <= WANTED_FRESH_SECONDS
+
+
+def _touch(marker: Path) -> None:
+    """Mark the workspace wanted (an empty file whose modification time says when)."""
+    with contextlib.suppress(OSError):
+        marker.touch()
 
 
 def file_lock_holder(directory: Path) -> dict[str, Any] | None:
@@ -306,6 +339,10 @@ class WorkspaceLocks:
     workspace: str
     file: FileLock
     advisory: AdvisoryLocks | None = None
+
+    def wanted(self, idle_since: float) -> bool:
+        """Should a workspace last used at `idle_since` (monotonic) be let go for another process?"""
+        return time.monotonic() - idle_since >= WANTED_IDLE_SECONDS and self.file.wanted()
 
     async def release(self) -> None:
         try:

@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 
 from config.storages import LOCAL_STORAGES, StorageSet
-from rag_worker.storage.catalog import DocumentCatalog, status_counts
+from rag_worker.storage.catalog import DocumentCatalog, doc_id_for, status_counts
 from rag_worker.storage.intake import IntakeQueue
 from rag_worker.storage.journals import DeleteJournal
 from rag_worker.storage.locks import WorkspaceLocks
@@ -96,6 +96,16 @@ class Workspace:
             return queued.status_row()
         row = await self.rag.doc_status.get_by_id(doc_id)
         return dict(row) if row else None
+
+    async def find_document(self, requested: str) -> tuple[str, dict[str, Any]] | None:
+        """The document an id or its name names, with its status row: the one resolver of every
+        tool that takes document ids (a model that lost an upload's answer knows only the name)."""
+        requested = requested.strip()
+        for doc_id in dict.fromkeys((requested, doc_id_for(requested))):
+            row = await self.status_row(doc_id)
+            if row is not None:
+                return doc_id, row
+        return None
 
     async def status_rows(self) -> dict[str, Any]:
         """Every document's status row (`DocProcessingStatus`, like LightRAG's `get_docs_by_statuses`)."""

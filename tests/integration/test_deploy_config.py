@@ -217,7 +217,7 @@ async def test_two_librechat_users_each_see_only_their_own_documents(deployment:
     alice, bob = user_id(), user_id()
     async with python_client(deployment, alice) as session:
         stored = await session.call_tool("upload_to_lightrag", upload("heron.md", "# Heron\n\nThe HERON-12 drone was built by Alice Moreau in Oslo.\n"))
-        assert not stored.is_error and "processed" in text_of(stored), text_of(stored)
+        assert not stored.is_error and "Indexed 'heron.md'" in text_of(stored), text_of(stored)
     bobs = ts_client(
         deployment,
         bob,

@@ -99,10 +99,15 @@ def test_a_chat_attachment_is_indexed_by_its_original_name_from_the_users_upload
         {"op": "call", "label": "index", "name": "lightrag_insert_file", "arguments": {"file_path": "bridges.md"}},
         {"op": "call", "label": "list", "name": "lightrag_list_documents", "arguments": {}},
         {"op": "call", "label": "ask", "name": "query_lightrag", "arguments": {"query": QUESTION}},
+        {"op": "call", "label": "status", "name": "lightrag_get_status", "arguments": {"document_ids": ["bridges.md"]}},
     ]
     doc, _ = ts_client(home, steps, env=env)
     indexed = _step(doc, "index")["result"]["structuredContent"]
-    assert indexed["status"] == "processed" and indexed["filename"] == f"{user}/bridges.md", indexed
+    assert indexed["status"] == "processed" and indexed["filename"] == "bridges.md", indexed
     listing = _text(_step(doc, "list")["result"])
-    assert f"{user}/bridges.md" in listing and "__" not in listing and "other.md" not in listing, listing
-    assert "teal" in _text(_step(doc, "ask")["result"])
+    assert "bridges.md" in listing and user not in listing and "__" not in listing, listing
+    assert "other.md" not in listing, listing
+    answer = _text(_step(doc, "ask")["result"])
+    assert "teal" in answer and "bridges.md" in answer and user not in answer, answer
+    status = _text(_step(doc, "status")["result"])
+    assert "bridges.md" in status and user not in status, status

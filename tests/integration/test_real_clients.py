@@ -444,7 +444,7 @@ def test_vs_code_style_client_indexes_a_folder_lists_deletes_and_the_graph_forge
 
 def test_ts_sdk_lists_the_default_profile_and_every_tool_answers(home: Path, tmp_path: Path) -> None:
     """Every advertised tool, called by the official TypeScript SDK (which checks each result
-    against the tool's outputSchema), does its job; the librechat profile lists its six."""
+    against the tool's outputSchema), does its job; the librechat profile lists its seven."""
     import base64
 
     from mcp_front.catalogue import TOOLS, Catalogue
@@ -465,6 +465,7 @@ def test_ts_sdk_lists_the_default_profile_and_every_tool_answers(home: Path, tmp
         "lightrag_insert_file": {"file_path": "shelf/otter.md"},
         "lightrag_batch_process": {"items": [{"item_type": "text", "content": "The EMU-9 drone flies.", "title": "emu"}]},
         "lightrag_list_documents": {"workspace": "default"},
+        "lightrag_read_document": {"document": "zebra.md"},
         "lightrag_list_knowledge_bases": {},
         "lightrag_delete_documents": {"document_ids": [doc_id_for("walrus.txt")]},
         "lightrag_get_graph": {"output_format": "mermaid", "max_nodes": 20},
@@ -492,6 +493,7 @@ def test_ts_sdk_lists_the_default_profile_and_every_tool_answers(home: Path, tmp
     assert "Alice Johnson" in _text(_step(doc, "lightrag_search_entities")["result"])
     assert _step(doc, "lightrag_delete_documents")["result"]["structuredContent"]["deleted_documents"]
     assert "```mermaid" in _text(_step(doc, "lightrag_get_graph")["result"])
+    assert "ZEBRA-7741" in _text(_step(doc, "lightrag_read_document")["result"])
 
     librechat, _ = ts_client(home, [{"op": "list_tools", "label": "tools"}], env={"LIGHTRAG_MCP_TOOLS": "librechat"})
     # Over the wire, the profile the catalogue declares (test_catalogue pins its names).

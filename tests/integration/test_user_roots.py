@@ -39,7 +39,7 @@ async def test_each_user_indexes_only_their_own_upload_folder(home: Path, upload
     bobs = uploads / BOB / f"{FILE_ID}__393-notes.md"
     async with running_server(home, LIGHTRAG_MCP_ALLOWED_DIRS=str(uploads / "{user}")) as client:
         own = ok(await client.call_as(ALICE, "lightrag_insert_file", {"file_path": "392-notes.md"}))
-        assert (own["filename"], own["status"]) == (f"{ALICE}/392-notes.md", "processed")
+        assert (own["filename"], own["status"]) == ("392-notes.md", "processed")  # as the user knows it
         by_path = ok(await client.call_as(ALICE, "lightrag_insert_file", {"file_path": str(alices)}))
         assert by_path["document_id"] == own["document_id"]
 

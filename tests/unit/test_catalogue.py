@@ -27,6 +27,7 @@ def test_the_default_profile_advertises_one_tool_per_job() -> None:
         "lightrag_insert_file",
         "lightrag_batch_process",
         "lightrag_list_documents",
+        "lightrag_read_document",
         "lightrag_list_knowledge_bases",
         "lightrag_delete_documents",
         "lightrag_get_graph",
@@ -52,7 +53,7 @@ def test_every_seed_name_stays_callable_whatever_is_advertised(profile: str) -> 
     assert all(catalogue.lookup(name) is not None for name in SEED_NAMES)
 
 
-def test_the_librechat_profile_is_the_seed_trio_plus_status_list_delete() -> None:
+def test_the_librechat_profile_is_the_seed_trio_plus_status_list_delete_and_read() -> None:
     names = [tool.name for tool in Catalogue(TOOLS, profile="librechat").list_tools()]
     assert names == [
         "upload_to_lightrag",
@@ -61,6 +62,7 @@ def test_the_librechat_profile_is_the_seed_trio_plus_status_list_delete() -> Non
         "lightrag_get_status",
         "lightrag_list_documents",
         "lightrag_delete_documents",
+        "lightrag_read_document",  # LibreChat reads no resources: whole documents come through a tool
     ]
 
 
@@ -198,3 +200,30 @@ def test_coerced_values_are_still_bounded() -> None:
 def test_a_tool_list_may_add_tools_to_a_profile() -> None:
     names = [tool.name for tool in Catalogue(TOOLS, profile="librechat,lightrag_insert_file").list_tools()]
     assert names[-1] == "lightrag_insert_file" and "query_lightrag" in names and len(names) == len(set(names))
+
+
+def test_null_for_an_optional_argument_means_not_given() -> None:
+    prepared = coerced("lightrag_query", {"query": "q", "mode": None, "top_k": None, "conversation_history": None})
+    assert prepared == {"query": "q"}
+
+
+def test_null_inside_an_optional_object_means_not_given() -> None:
+    prepared = coerced("lightrag_delete_documents", {"document_ids": ["a.md"], "delete_options": {"force_delete": None}})
+    assert prepared == {"document_ids": ["a.md"], "delete_options": {}}
+
+
+def test_null_for_a_required_argument_is_still_refused_naming_it() -> None:
+    with pytest.raises(RagError) as caught:
+        coerced("query_lightrag", {"query": None})
+    assert "query" in caught.value.message and caught.value.code is ErrorCode.INVALID_PARAMETER
+
+
+@pytest.mark.parametrize("name", ["lightrag_list_knowledge_bases", "health_check", "lightrag_get_status"])
+def test_an_empty_input_on_a_tool_called_without_arguments_is_ignored(name: str) -> None:
+    assert coerced(name, {"input": ""}) == {}
+
+
+def test_a_non_empty_stray_input_is_still_an_unknown_field() -> None:
+    with pytest.raises(RagError) as caught:
+        coerced("health_check", {"input": "status please"})
+    assert "unknown field(s) input" in caught.value.message

@@ -143,6 +143,22 @@ def test_librechat_sends_the_gateway_token_whose_hash_the_server_holds() -> None
     assert digest.group(1) in deploy_variables()
 
 
+def test_librechat_is_told_the_gateway_token_server_needs_no_oauth() -> None:
+    # LibreChat probes an HTTP server without credentials at start-up unless `requiresOAuth` (or an
+    # apiKey) is set; our 401 Bearer challenge would mark it "requires OAuth".
+    assert librechat_server()["requiresOAuth"] is False
+
+
+def test_the_readme_snippet_is_the_shipped_librechat_server_entry() -> None:
+    readme = (ROOT / "README.md").read_text()
+    snippet = readme[readme.index("  mcpServers:\n    lightrag:\n      type: streamable-http"):]
+    snippet = snippet[: snippet.index("```")]
+    pasted = yaml.safe_load("\n".join(line[2:] for line in snippet.splitlines()))["mcpServers"]["lightrag"]
+    assert {key: pasted[key] for key in ("type", "url", "requiresOAuth", "headers")} == {
+        key: librechat_server()[key] for key in ("type", "url", "requiresOAuth", "headers")
+    }
+
+
 def test_librechats_uploads_are_mounted_read_only_at_librechats_own_path() -> None:
     services = compose()["services"]
     librechat_uploads = [volume.split(":") for volume in services["api"]["volumes"] if str(volume).endswith(":/app/uploads")]

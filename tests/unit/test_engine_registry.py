@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import random
 import subprocess
 import sys
@@ -226,30 +227,58 @@ async def test_an_idle_workspace_is_closed_and_another_process_can_take_it(tmp_p
         assert names(listed["documents"]) == ["first.txt", "second.txt"]
 
 
+async def test_an_idle_workspace_another_process_waits_for_is_let_go_within_seconds(tmp_path: Path) -> None:
+    """Not after LIGHTRAG_MCP_WORKSPACE_IDLE_SECONDS (600 s by default): the waiting process's call
+    is served, not answered WORKSPACE_BUSY, and nothing of either process is lost."""
+    data = tmp_path / "data"
+    async with worker(data, LIGHTRAG_MCP_WORKSPACE_IDLE_SECONDS="600") as state:
+        first = await call(state, "ws_shared", m.INSERT_TEXT, {"text": ZEBRA, "title": "first.txt"})
+        assert first["status"] == "processed" and "ws_shared" in state.engines.open_workspaces()
+        second = await anyio.to_thread.run_sync(_index_in_another_process, data, "ws_shared", "second.txt")
+        assert second == "processed"
+        assert "ws_shared" not in state.engines.open_workspaces()  # this process let go of it
+        listed = await call(state, "ws_shared", m.LIST_DOCUMENTS, m.LIST_DOCUMENTS.with_defaults({}))
+        assert names(listed["documents"]) == ["first.txt", "second.txt"]
+
+
+async def test_a_workspace_in_use_is_kept_and_the_waiting_process_is_told_who_holds_it(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    async with worker(data, LIGHTRAG_MCP_WORKSPACE_IDLE_SECONDS="600") as state:
+        await call(state, "ws_shared", m.INSERT_TEXT, {"text": ZEBRA, "title": "first.txt"})
+        async with call_in_flight(state, "ws_shared"):
+            outcome = await anyio.to_thread.run_sync(_index_in_another_process, data, "ws_shared", "second.txt", "1")
+            assert outcome == f"WORKSPACE_BUSY pid {os.getpid()}"
+            assert "ws_shared" in state.engines.open_workspaces()
+
+
 _SECOND_PROCESS = """
 import sys
 from pathlib import Path
 
 import anyio
 
-from protocol import methods as m
+from protocol import RagError, methods as m
 from tests.unit.test_engine_registry import call, worker
 
 
 async def main() -> None:
-    async with worker(Path(sys.argv[1])) as state:
+    async with worker(Path(sys.argv[1]), LIGHTRAG_MCP_WAIT_SECONDS=sys.argv[4]) as state:
         text = "Helena Vargas commissioned the QUASAR-5521 reactor in Lisbon."
-        result = await call(state, sys.argv[2], m.INSERT_TEXT, {"text": text, "title": sys.argv[3]})
-        print(result["status"])
+        try:
+            result = await call(state, sys.argv[2], m.INSERT_TEXT, {"text": text, "title": sys.argv[3]})
+        except RagError as exc:
+            print(exc.code.value, f"pid {exc.details['held_by']['pid']}")
+        else:
+            print(result["status"])
 
 
 anyio.run(main)
 """
 
 
-def _index_in_another_process(data: Path, workspace: str, title: str) -> str:
+def _index_in_another_process(data: Path, workspace: str, title: str, wait_seconds: str = "15") -> str:
     done = subprocess.run(
-        [sys.executable, "-c", _SECOND_PROCESS, str(data), workspace, title],
+        [sys.executable, "-c", _SECOND_PROCESS, str(data), workspace, title, wait_seconds],
         cwd=data.parent,
         env={"PYTHONPATH": str(PROJECT_ROOT), "HOME": str(data.parent), "PATH": "/usr/bin:/bin"},
         capture_output=True,

@@ -235,9 +235,16 @@ def test_a_bare_original_name_finds_the_newest_librechat_attachment(uploads: Pat
     assert real.name == f"{FILE_ID_B}__report.pdf" and root == uploads.resolve()
 
 
-def test_attachment_documents_are_named_without_the_file_id(uploads: Path) -> None:
+def test_an_attachment_document_is_named_by_its_bare_original_name(uploads: Path) -> None:
     real, root = AllowedRoots.from_sources([str(uploads)], []).resolve("notes.md")
-    assert document_name(real, root) == f"{uploads.name}/notes.md"
+    assert document_name(real, root) == "notes.md"  # no file id, and no folder naming the user id
+
+
+def test_a_file_id_lookalike_deeper_in_a_folder_keeps_its_folder(uploads: Path) -> None:
+    nested = uploads / "sub" / f"{FILE_ID_A}__deep.md"
+    nested.parent.mkdir()
+    nested.write_text("# Deep\n")
+    assert document_name(nested.resolve(), uploads.resolve()) == f"{uploads.name}/sub/deep.md"
 
 
 def test_an_unknown_attachment_name_is_not_found(uploads: Path) -> None:
