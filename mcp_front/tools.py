@@ -155,7 +155,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="query_lightrag",
         title="Search documents",
-        description="Search your documents: returns the most relevant passages, each with its source.",
+        description="Search your documents: the most relevant passages, each with its source.",
         method=m.QUERY_SIMPLE,
         idempotent=True,
         aliases=("lightrag_search_code",),
@@ -182,7 +182,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_list_documents",
         title="List documents",
-        description="List documents (id, name, status, counts), filtered and paged.",
+        description="List documents (id, name, status, counts), filtered, paged.",
         method=m.LIST_DOCUMENTS,
         render=render_documents,
         idempotent=True,
@@ -253,7 +253,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="lightrag_clear_cache",
         title="Clear caches",
-        description="Clear caches; their sizes before and after.",
+        description="Clear caches; sizes before and after.",
         method=m.CLEAR_CACHE,
         destructive=True,
         idempotent=True,

@@ -15,8 +15,8 @@ DOCUMENT_ID = string("id or file name", max_length=255, min_length=1)
 #: What an upload may be, in the words of its tool description: each of the worker's formats
 #: names one of these as its `family` (rag_worker.ingest.formats; a test checks both ways).
 UPLOAD_FAMILIES = (
-    "PDF or scan", "image", "Office or OpenDocument", "EPUB", "RTF", "HTML", "Markdown", "text", "code",
-    "e-mail", "ZIP of documents",
+    "PDF or scan", "image", "Office/OpenDocument", "EPUB", "RTF", "HTML", "Markdown", "text", "code",
+    "e-mail", "ZIP",
 )
 
 
