@@ -8,6 +8,7 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 _FIRST = ("Alice", "Rahul", "Grace", "Kenji", "Fatima", "Lars", "Sofia", "Marco", "Priya", "Omar",
           "Ingrid", "Carlos", "Elena", "Hiroshi", "Nicole", "Pierre", "Astrid", "Ravi", "Julia", "Sven")
@@ -176,3 +177,136 @@ def bench_documents(count: int, *, seed: int = 11) -> list[BenchDoc]:
             )
         )
     return docs
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    """A maintenance report quoting a part number, an e-mail address, a fault code, a firmware
+    version and an amount (`values`, by kind), each in its own sentence among similar ones."""
+
+    name: str
+    text: str
+    values: dict[str, str]
+
+
+#: A question per kind of value; `{}` is the value quoted.
+MAINTENANCE_QUESTIONS = {
+    "part": "Which maintenance report lists the replacement part {}?",
+    "email": "Which report was sent by {}?",
+    "fault": "Where was fault code {} logged?",
+    "firmware": "Which unit was updated to firmware {}?",
+    "amount": "Which repair was invoiced at {} euros?",
+}
+_SITES = ("north pumping station", "harbour crane", "cold store", "paint line", "boiler house", "press shop")
+
+
+def maintenance_reports(count: int, *, seed: int = 28) -> list[MaintenanceReport]:
+    """`count` similar reports: the same sentences around different codes, addresses and amounts."""
+    reports = []
+    for number in range(count):
+        rnd = random.Random(seed * 7919 + number)
+        first, last = rnd.choice(_FIRST), rnd.choice(_LAST)
+        values = {
+            "part": f"{''.join(rnd.choices('ABCDEFGHKLMNPRSTVX', k=2))}-{rnd.randint(1000, 9999)}-"
+                    f"{''.join(rnd.choices('ABCDEFGHKLMNPRSTVX', k=2))}",
+            "email": f"{first.lower()}.{last.lower()}{rnd.randint(10, 99)}@{rnd.choice(('plant', 'service', 'fleet'))}"
+                     f"-{rnd.choice(_CITIES).lower()}.example.com",
+            "fault": f"E{rnd.randint(10000, 99999)}",
+            "firmware": f"v{rnd.randint(1, 12)}.{rnd.randint(0, 99)}.{rnd.randint(100, 999)}",
+            "amount": f"{rnd.randint(10, 99)},{rnd.randint(100, 999)}.{rnd.randint(10, 99)}",
+        }
+        site = rnd.choice(_SITES)
+        sentences = [
+            f"Maintenance report {number + 1} for the {site}.",
+            f"The technician replaced the worn bearing assembly with part {values['part']} after the vibration check.",
+            _topic_sentence(rnd), _topic_sentence(rnd),
+            f"Questions about this visit go to {values['email']}, who signed the work order.",
+            f"The controller logged fault code {values['fault']} twice during the night shift before the stop.",
+            _topic_sentence(rnd), _topic_sentence(rnd), _topic_sentence(rnd),
+            f"The drive unit was updated to firmware {values['firmware']} and passed the acceptance test.",
+            _topic_sentence(rnd), _topic_sentence(rnd),
+            f"The repair was invoiced at {values['amount']} euros including parts and labour.",
+            _topic_sentence(rnd), _topic_sentence(rnd), _topic_sentence(rnd),
+        ]
+        reports.append(MaintenanceReport(f"maintenance-{number:04d}.md", " ".join(sentences), values))
+    return reports
+
+
+@dataclass(frozen=True)
+class LanguageFact:
+    """A short report in German, French or Spanish with one fact (`sentence`) and its question."""
+
+    name: str
+    text: str
+    sentence: str
+    question: str
+
+
+# Per language: the fact template, its question, filler templates, and the slot words.
+# Every report uses the same sentences around other firms, facilities and towns.
+_LANGUAGE_SETS: dict[str, dict[str, Any]] = {
+    "de": {
+        "fact": "Die Wartung der {facility} in {town} übernimmt seit {year} die Firma {firm}.",
+        "question": "Welche Firma übernimmt die Wartung der {facility} in {town}?",
+        "filler": ("Der Bericht beschreibt die {facility} in {town} und ihre Anlagen.",
+                   "Im Jahr {year} wurden die Leitungen der {facility} in {town} geprüft.",
+                   "Die Stadtwerke von {town} planen eine neue {facility}.",
+                   "Die Kosten für die {facility} stiegen im Jahr {year} deutlich."),
+        "facility": ("Kläranlage", "Wasserversorgung", "Müllverbrennungsanlage", "Straßenbahnwerkstatt",
+                     "Schwimmhalle", "Fernwärmezentrale", "Stadtbibliothek", "Feuerwache"),
+        "town": ("Münster", "Göttingen", "Würzburg", "Lübeck", "Tübingen", "Jena", "Bamberg", "Passau",
+                 "Regensburg", "Konstanz", "Gießen", "Fulda", "Marburg"),
+        "firm": ("Brenner & Söhne", "Hoffmann Technik", "Krüger Anlagenbau", "Wagner Service", "Schäfer Werke",
+                 "Becker Instandhaltung", "Lehmann Montage", "Zimmermann Gruppe", "Hartmann Betrieb"),
+    },
+    "fr": {
+        "fact": "Depuis {year}, l'entretien de la {facility} de {town} est assuré par la société {firm}.",
+        "question": "Quelle société assure l'entretien de la {facility} de {town} ?",
+        "filler": ("Le rapport décrit la {facility} de {town} et ses équipements.",
+                   "En {year}, les canalisations de la {facility} de {town} ont été contrôlées.",
+                   "La mairie de {town} prévoit une nouvelle {facility}.",
+                   "Le coût de la {facility} a fortement augmenté en {year}."),
+        "facility": ("station d'épuration", "usine de traitement des eaux", "piscine municipale",
+                     "médiathèque", "caserne des pompiers", "chaufferie urbaine", "gare routière", "halle du marché"),
+        "town": ("Besançon", "Nîmes", "Périgueux", "Grenoble", "Angoulême", "Orléans", "Béziers", "Valence",
+                 "Chambéry", "Limoges", "Quimper", "Troyes", "Épinal"),
+        "firm": ("Dupré Services", "Lefèvre Énergie", "Moreau Maintenance", "Girard Technique", "Rousseau Réseaux",
+                 "Fontaine Industrie", "Chevalier Travaux", "Mercier Systèmes", "Garnier Ingénierie"),
+    },
+    "es": {
+        "fact": "Desde {year}, el mantenimiento de la {facility} de {town} corre a cargo de la empresa {firm}.",
+        "question": "¿Qué empresa se encarga del mantenimiento de la {facility} de {town}?",
+        "filler": ("El informe describe la {facility} de {town} y sus instalaciones.",
+                   "En {year} se revisaron las tuberías de la {facility} de {town}.",
+                   "El ayuntamiento de {town} planea una nueva {facility}.",
+                   "El coste de la {facility} subió mucho en {year}."),
+        "facility": ("depuradora", "planta potabilizadora", "piscina municipal", "biblioteca pública",
+                     "estación de bomberos", "central térmica", "estación de autobuses", "lonja del mercado"),
+        "town": ("Cáceres", "Logroño", "Córdoba", "Málaga", "Almería", "León", "Jaén", "Álava", "Ourense",
+                 "Teruel", "Segovia", "Ávila", "Cuenca"),
+        "firm": ("Muñoz Servicios", "Gómez Ingeniería", "Peña Mantenimiento", "Ibáñez Técnica", "Núñez Redes",
+                 "Castaño Energía", "Durán Obras", "Sáenz Sistemas", "Ortega Industrial"),
+    },
+}
+
+
+def language_facts(language: str, count: int, *, seed: int = 28) -> list[LanguageFact]:
+    """`count` similar reports in `language` (de, fr, es): each states who maintains one facility
+    of one town (a pair no other report states) among sentences about other facilities and towns."""
+    words = _LANGUAGE_SETS[language]
+    rnd = random.Random(seed)
+    pairs = [(f, t) for f in words["facility"] for t in words["town"]]
+    rnd.shuffle(pairs)
+    if count > len(pairs):
+        raise ValueError(f"at most {len(pairs)} {language} reports")
+    facts = []
+    for number, (facility, town) in enumerate(pairs[:count]):
+        slots = {"facility": facility, "town": town, "year": rnd.randint(1995, 2023), "firm": rnd.choice(words["firm"])}
+        sentence = words["fact"].format(**slots)
+        body = [template.format(facility=rnd.choice(words["facility"]), town=rnd.choice(words["town"]),
+                                year=rnd.randint(1995, 2023)) for template in words["filler"] for _ in range(2)]
+        rnd.shuffle(body)
+        body.insert(rnd.randrange(len(body)), sentence)
+        facts.append(LanguageFact(f"{language}-{number:04d}.md", " ".join(body), sentence,
+                                  words["question"].format(**slots)))
+    return facts
