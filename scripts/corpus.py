@@ -8,7 +8,6 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 _FIRST = ("Alice", "Rahul", "Grace", "Kenji", "Fatima", "Lars", "Sofia", "Marco", "Priya", "Omar",
           "Ingrid", "Carlos", "Elena", "Hiroshi", "Nicole", "Pierre", "Astrid", "Ravi", "Julia", "Sven")
@@ -231,82 +230,3 @@ def maintenance_reports(count: int, *, seed: int = 28) -> list[MaintenanceReport
         reports.append(MaintenanceReport(f"maintenance-{number:04d}.md", " ".join(sentences), values))
     return reports
 
-
-@dataclass(frozen=True)
-class LanguageFact:
-    """A short report in German, French or Spanish with one fact (`sentence`) and its question."""
-
-    name: str
-    text: str
-    sentence: str
-    question: str
-
-
-# Per language: the fact template, its question, filler templates, and the slot words.
-# Every report uses the same sentences around other firms, facilities and towns.
-_LANGUAGE_SETS: dict[str, dict[str, Any]] = {
-    "de": {
-        "fact": "Die Wartung der {facility} in {town} übernimmt seit {year} die Firma {firm}.",
-        "question": "Welche Firma übernimmt die Wartung der {facility} in {town}?",
-        "filler": ("Der Bericht beschreibt die {facility} in {town} und ihre Anlagen.",
-                   "Im Jahr {year} wurden die Leitungen der {facility} in {town} geprüft.",
-                   "Die Stadtwerke von {town} planen eine neue {facility}.",
-                   "Die Kosten für die {facility} stiegen im Jahr {year} deutlich."),
-        "facility": ("Kläranlage", "Wasserversorgung", "Müllverbrennungsanlage", "Straßenbahnwerkstatt",
-                     "Schwimmhalle", "Fernwärmezentrale", "Stadtbibliothek", "Feuerwache"),
-        "town": ("Münster", "Göttingen", "Würzburg", "Lübeck", "Tübingen", "Jena", "Bamberg", "Passau",
-                 "Regensburg", "Konstanz", "Gießen", "Fulda", "Marburg"),
-        "firm": ("Brenner & Söhne", "Hoffmann Technik", "Krüger Anlagenbau", "Wagner Service", "Schäfer Werke",
-                 "Becker Instandhaltung", "Lehmann Montage", "Zimmermann Gruppe", "Hartmann Betrieb"),
-    },
-    "fr": {
-        "fact": "Depuis {year}, l'entretien de la {facility} de {town} est assuré par la société {firm}.",
-        "question": "Quelle société assure l'entretien de la {facility} de {town} ?",
-        "filler": ("Le rapport décrit la {facility} de {town} et ses équipements.",
-                   "En {year}, les canalisations de la {facility} de {town} ont été contrôlées.",
-                   "La mairie de {town} prévoit une nouvelle {facility}.",
-                   "Le coût de la {facility} a fortement augmenté en {year}."),
-        "facility": ("station d'épuration", "usine de traitement des eaux", "piscine municipale",
-                     "médiathèque", "caserne des pompiers", "chaufferie urbaine", "gare routière", "halle du marché"),
-        "town": ("Besançon", "Nîmes", "Périgueux", "Grenoble", "Angoulême", "Orléans", "Béziers", "Valence",
-                 "Chambéry", "Limoges", "Quimper", "Troyes", "Épinal"),
-        "firm": ("Dupré Services", "Lefèvre Énergie", "Moreau Maintenance", "Girard Technique", "Rousseau Réseaux",
-                 "Fontaine Industrie", "Chevalier Travaux", "Mercier Systèmes", "Garnier Ingénierie"),
-    },
-    "es": {
-        "fact": "Desde {year}, el mantenimiento de la {facility} de {town} corre a cargo de la empresa {firm}.",
-        "question": "¿Qué empresa se encarga del mantenimiento de la {facility} de {town}?",
-        "filler": ("El informe describe la {facility} de {town} y sus instalaciones.",
-                   "En {year} se revisaron las tuberías de la {facility} de {town}.",
-                   "El ayuntamiento de {town} planea una nueva {facility}.",
-                   "El coste de la {facility} subió mucho en {year}."),
-        "facility": ("depuradora", "planta potabilizadora", "piscina municipal", "biblioteca pública",
-                     "estación de bomberos", "central térmica", "estación de autobuses", "lonja del mercado"),
-        "town": ("Cáceres", "Logroño", "Córdoba", "Málaga", "Almería", "León", "Jaén", "Álava", "Ourense",
-                 "Teruel", "Segovia", "Ávila", "Cuenca"),
-        "firm": ("Muñoz Servicios", "Gómez Ingeniería", "Peña Mantenimiento", "Ibáñez Técnica", "Núñez Redes",
-                 "Castaño Energía", "Durán Obras", "Sáenz Sistemas", "Ortega Industrial"),
-    },
-}
-
-
-def language_facts(language: str, count: int, *, seed: int = 28) -> list[LanguageFact]:
-    """`count` similar reports in `language` (de, fr, es): each states who maintains one facility
-    of one town (a pair no other report states) among sentences about other facilities and towns."""
-    words = _LANGUAGE_SETS[language]
-    rnd = random.Random(seed)
-    pairs = [(f, t) for f in words["facility"] for t in words["town"]]
-    rnd.shuffle(pairs)
-    if count > len(pairs):
-        raise ValueError(f"at most {len(pairs)} {language} reports")
-    facts = []
-    for number, (facility, town) in enumerate(pairs[:count]):
-        slots = {"facility": facility, "town": town, "year": rnd.randint(1995, 2023), "firm": rnd.choice(words["firm"])}
-        sentence = words["fact"].format(**slots)
-        body = [template.format(facility=rnd.choice(words["facility"]), town=rnd.choice(words["town"]),
-                                year=rnd.randint(1995, 2023)) for template in words["filler"] for _ in range(2)]
-        rnd.shuffle(body)
-        body.insert(rnd.randrange(len(body)), sentence)
-        facts.append(LanguageFact(f"{language}-{number:04d}.md", " ".join(body), sentence,
-                                  words["question"].format(**slots)))
-    return facts

@@ -86,8 +86,7 @@ def attach_lexical_index(rag: Any, directory: Path) -> LexicalState:
     _fuse(rag.relationships_vdb, "relation", state.index, _relation_rows)
     for method in ("aquery_data", "aquery_llm"):
         setattr(rag, method, _asking(getattr(rag, method)))
-    if not state.index.built():
-        state.building = asyncio.create_task(_build(rag, state))
+    state.building = asyncio.create_task(_catch_up(rag, state))
     rag.lexical = state
     return state
 
@@ -123,7 +122,7 @@ def _entries(kind: Kind, data: dict[str, dict[str, Any]]) -> list[Entry]:
             src, tgt = str(row.get("src_id") or ""), str(row.get("tgt_id") or "")
             entries.append(Entry(kind, key, text, name=f"{src} {tgt}", src=src, tgt=tgt))
         else:
-            entries.append(Entry(kind, key, text))
+            entries.append(Entry(kind, key, text, src=str(row.get("full_doc_id") or "")))
     return entries
 
 
@@ -227,34 +226,19 @@ async def _relation_rows(hits: list[Hit], _: Any) -> list[dict[str, Any]]:
 # --- the one-time build of an older knowledge base ---------------------------------------------
 
 
-async def _build(rag: Any, state: LexicalState) -> None:
-    """Index what the knowledge base holds: its processed documents' chunks, its entities and relations."""
+async def _catch_up(rag: Any, state: LexicalState) -> None:
+    """Build the index again when it misses a processed document: a knowledge base indexed before
+    the lexical index existed, a build that was cut short, or documents another replica indexed
+    (its WORKING_DIR holds its own index file)."""
     from lightrag.base import DocStatus  # deferred: LightRAG is imported once, off the loop
 
     try:
         docs = await rag.doc_status.get_docs_by_statuses([DocStatus.PROCESSED])
-        chunk_ids = [str(c) for doc in docs.values() for c in (getattr(doc, "chunks_list", None) or [])]
-        graph = rag.chunk_entity_relation_graph
-        nodes, edges = (await graph.get_all_nodes(), await graph.get_all_edges()) if docs else ([], [])
-        state.total = len(chunk_ids) + len(nodes) + len(edges)
-        if state.total:
-            log.info("building the lexical index of %s: %d passages, %d entities, %d relations",
-                     rag.workspace or "(default)", len(chunk_ids), len(nodes), len(edges))
-        for start in range(0, len(chunk_ids), BUILD_BATCH):
-            batch = chunk_ids[start:start + BUILD_BATCH]
-            rows = await rag.text_chunks.get_by_ids(batch)
-            _add_built(state, [Entry("passage", key, str(row["content"]))
-                               for key, row in zip(batch, rows, strict=True) if row and row.get("content")])
-            await _progress(rag, state, len(batch))
-        for start in range(0, len(nodes), BUILD_BATCH):
-            _add_built(state, [_node_entry(node) for node in nodes[start:start + BUILD_BATCH]])
-            await _progress(rag, state, len(nodes[start:start + BUILD_BATCH]))
-        for start in range(0, len(edges), BUILD_BATCH):
-            _add_built(state, [_edge_entry(edge) for edge in edges[start:start + BUILD_BATCH]])
-            await _progress(rag, state, len(edges[start:start + BUILD_BATCH]))
-        state.index.mark_built()
-        if state.total:
-            log.info("lexical index of %s built: %d entries", rag.workspace or "(default)", state.index.count())
+        with_chunks = {doc_id for doc_id, doc in docs.items() if getattr(doc, "chunks_list", None)}
+        if state.index.built() and with_chunks <= state.index.documents():
+            return
+        state.index.clear()
+        await _build(rag, state, docs)
     except asyncio.CancelledError:
         raise
     except Exception:  # the next opening builds it again; queries use the vectors meanwhile
@@ -263,15 +247,45 @@ async def _build(rag: Any, state: LexicalState) -> None:
         state.removed.clear()
 
 
-def _add_built(state: LexicalState, entries: list[Entry]) -> None:
-    state.index.add([e for e in entries if (e.kind, e.key) not in state.removed])
+async def _build(rag: Any, state: LexicalState, docs: dict[str, Any]) -> None:
+    """Index what the knowledge base holds: its processed documents' chunks, its entities and relations."""
+    chunk_ids = [str(c) for doc in docs.values() for c in (getattr(doc, "chunks_list", None) or [])]
+    graph = rag.chunk_entity_relation_graph
+    nodes, edges = (await graph.get_all_nodes(), await graph.get_all_edges()) if docs else ([], [])
+    state.total = len(chunk_ids) + len(nodes) + len(edges)
+    if state.total:
+        log.info("building the lexical index of %s: %d passages, %d entities, %d relations",
+                 rag.workspace or "(default)", len(chunk_ids), len(nodes), len(edges))
+
+    async def passages(batch: list[str]) -> list[Entry]:
+        rows = await rag.text_chunks.get_by_ids(batch)
+        return [Entry("passage", key, str(row["content"]), src=str(row.get("full_doc_id") or ""))
+                for key, row in zip(batch, rows, strict=True) if row and row.get("content")]
+
+    async def entities(batch: list[dict[str, Any]]) -> list[Entry]:
+        return [_node_entry(node) for node in batch]
+
+    async def relations(batch: list[dict[str, Any]]) -> list[Entry]:
+        return [_edge_entry(edge) for edge in batch]
+
+    await _in_batches(rag, state, chunk_ids, passages)
+    await _in_batches(rag, state, nodes, entities)
+    await _in_batches(rag, state, edges, relations)
+    state.index.mark_built()
+    if state.total:
+        log.info("lexical index of %s built: %d entries", rag.workspace or "(default)", state.index.count())
 
 
-async def _progress(rag: Any, state: LexicalState, done: int) -> None:
-    state.done += done
-    if state.total >= 2 * BUILD_BATCH:
-        log.info("lexical index of %s: %d of %d entries built", rag.workspace or "(default)", state.done, state.total)
-    await asyncio.sleep(0)  # queries and indexing run between batches
+async def _in_batches(rag: Any, state: LexicalState, items: list[Any],
+                      entries_of: Callable[[list[Any]], Awaitable[list[Entry]]]) -> None:
+    """Index `items` a batch at a time, leaving what was deleted meanwhile out, progress logged."""
+    for start in range(0, len(items), BUILD_BATCH):
+        batch = items[start:start + BUILD_BATCH]
+        state.index.add([e for e in await entries_of(batch) if (e.kind, e.key) not in state.removed])
+        state.done += len(batch)
+        if state.total >= 2 * BUILD_BATCH:
+            log.info("lexical index of %s: %d of %d entries built", rag.workspace or "(default)", state.done, state.total)
+        await asyncio.sleep(0)  # queries and indexing run between batches
 
 
 def _node_entry(node: dict[str, Any]) -> Entry:

@@ -60,7 +60,7 @@ class Entry:
     key: str
     text: str
     name: str = ""  # entity name; a relation's two entity names
-    src: str = ""  # a relation's entities (its rows go when either entity goes)
+    src: str = ""  # a passage's document; a relation's entities (its rows go when either entity goes)
     tgt: str = ""
 
 
@@ -86,6 +86,8 @@ class LexicalIndex(Protocol):
     def search(self, kind: Kind, question: str, limit: int) -> tuple[list[Hit], list[Hit]]: ...
 
     def count(self) -> int: ...
+
+    def documents(self) -> set[str]: ...
 
     def built(self) -> bool: ...
 
@@ -221,6 +223,10 @@ class Fts5LexicalIndex:
 
     def count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM entries").fetchone()[0])
+
+    def documents(self) -> set[str]:
+        """The documents whose passages are indexed."""
+        return {doc for (doc,) in self._db.execute("SELECT DISTINCT src FROM entries WHERE kind = 'passage'")}
 
     def _count(self, kind: Kind) -> int:
         return int(self._db.execute("SELECT count(*) FROM entries WHERE kind = ?", (kind,)).fetchone()[0])
