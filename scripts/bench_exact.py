@@ -124,7 +124,7 @@ async def exact(work: Path, docs: int, questions: int) -> dict[str, Any]:
     try:
         indexing_s = await index(rag, [r.text for r in reports], [r.name for r in reports])
         kinds = list(MAINTENANCE_QUESTIONS)
-        asked = [(reports[i % docs], kinds[i % len(kinds)]) for i in range(questions)]
+        asked = [(reports[i * docs // questions], kinds[i % len(kinds)]) for i in range(questions)]  # spread
         found: dict[str, int] = {}
         by_kind: dict[str, dict[str, int]] = {mode: dict.fromkeys(kinds, 0) for mode in EXACT_MODES}
         missed: dict[str, list[str]] = {mode: [] for mode in EXACT_MODES}
