@@ -176,3 +176,57 @@ def bench_documents(count: int, *, seed: int = 11) -> list[BenchDoc]:
             )
         )
     return docs
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    """A maintenance report quoting a part number, an e-mail address, a fault code, a firmware
+    version and an amount (`values`, by kind), each in its own sentence among similar ones."""
+
+    name: str
+    text: str
+    values: dict[str, str]
+
+
+#: A question per kind of value; `{}` is the value quoted.
+MAINTENANCE_QUESTIONS = {
+    "part": "Which maintenance report lists the replacement part {}?",
+    "email": "Which report was sent by {}?",
+    "fault": "Where was fault code {} logged?",
+    "firmware": "Which unit was updated to firmware {}?",
+    "amount": "Which repair was invoiced at {} euros?",
+}
+_SITES = ("north pumping station", "harbour crane", "cold store", "paint line", "boiler house", "press shop")
+
+
+def maintenance_reports(count: int, *, seed: int = 28) -> list[MaintenanceReport]:
+    """`count` similar reports: the same sentences around different codes, addresses and amounts."""
+    reports = []
+    for number in range(count):
+        rnd = random.Random(seed * 7919 + number)
+        first, last = rnd.choice(_FIRST), rnd.choice(_LAST)
+        values = {
+            "part": f"{''.join(rnd.choices('ABCDEFGHKLMNPRSTVX', k=2))}-{rnd.randint(1000, 9999)}-"
+                    f"{''.join(rnd.choices('ABCDEFGHKLMNPRSTVX', k=2))}",
+            "email": f"{first.lower()}.{last.lower()}{rnd.randint(10, 99)}@{rnd.choice(('plant', 'service', 'fleet'))}"
+                     f"-{rnd.choice(_CITIES).lower()}.example.com",
+            "fault": f"E{rnd.randint(10000, 99999)}",
+            "firmware": f"v{rnd.randint(1, 12)}.{rnd.randint(0, 99)}.{rnd.randint(100, 999)}",
+            "amount": f"{rnd.randint(10, 99)},{rnd.randint(100, 999)}.{rnd.randint(10, 99)}",
+        }
+        site = rnd.choice(_SITES)
+        sentences = [
+            f"Maintenance report {number + 1} for the {site}.",
+            f"The technician replaced the worn bearing assembly with part {values['part']} after the vibration check.",
+            _topic_sentence(rnd), _topic_sentence(rnd),
+            f"Questions about this visit go to {values['email']}, who signed the work order.",
+            f"The controller logged fault code {values['fault']} twice during the night shift before the stop.",
+            _topic_sentence(rnd), _topic_sentence(rnd), _topic_sentence(rnd),
+            f"The drive unit was updated to firmware {values['firmware']} and passed the acceptance test.",
+            _topic_sentence(rnd), _topic_sentence(rnd),
+            f"The repair was invoiced at {values['amount']} euros including parts and labour.",
+            _topic_sentence(rnd), _topic_sentence(rnd), _topic_sentence(rnd),
+        ]
+        reports.append(MaintenanceReport(f"maintenance-{number:04d}.md", " ".join(sentences), values))
+    return reports
+

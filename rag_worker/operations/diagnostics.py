@@ -108,6 +108,7 @@ async def knowledge_base_counts(ws: Any) -> dict[str, Any]:
         "relations": relations,
         "chunks": sum(int(getattr(row, "chunks_count", 0) or 0) for row in processed.values()),
         "queue": sum(by_status.get(state, 0) for state in UNFINISHED),
+        "lexical_index": rag.lexical.status() if hasattr(rag, "lexical") else None,
     }
 
 

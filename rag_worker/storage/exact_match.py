@@ -87,8 +87,11 @@ async def _named_rows(rag: Any, query: str, query_embedding: Any, seen: set[str]
         chunk_ids = [str(c) for c in (row or {}).get("chunk_ids") or []]
         if 0 < max(len(chunk_ids), int((row or {}).get("count") or 0)) <= MAX_NAMED_CHUNKS:
             ids += [c for c in chunk_ids if c not in seen and c not in ids]
-    if not ids:
-        return []
+    return await chunk_rows(rag, ids, query_embedding) if ids else []
+
+
+async def chunk_rows(rag: Any, ids: list[str], query_embedding: Any) -> list[dict[str, Any]]:
+    """Vector-search rows (as `chunks_vdb.query` returns them) for the chunks `ids` (missing ones left out)."""
     chunks = await rag.text_chunks.get_by_ids(ids)
     similarity = await _similarities(rag, ids, query_embedding)
     return [

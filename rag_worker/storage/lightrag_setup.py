@@ -17,6 +17,7 @@ from rag_worker.chunking import chunking_func
 from rag_worker.embedded.models import MAX_TOKEN_SIZE
 from rag_worker.query_cache import report_chunk_scores
 from rag_worker.storage.exact_match import add_named_chunks, exact_term_rerank
+from rag_worker.storage.hybrid import attach_lexical_index
 from rag_worker.storage.vector_flush import embed_outside_locks
 
 log = logging.getLogger("rag_worker.storage.lightrag_setup")
@@ -136,6 +137,8 @@ async def new_lightrag(
     await rag.initialize_storages()
     embed_outside_locks(rag)  # a question must not wait for indexing's embeddings (vector_flush)
     add_named_chunks(rag)  # the passages of the entities a question names verbatim (exact_match)
+    # A full-text index beside the vectors, fused with every vector search (hybrid).
+    attach_lexical_index(rag, Path(working_dir) / workspace if workspace else Path(working_dir))
     report_chunk_scores(rag.chunks_vdb)  # a question's sources reuse LightRAG's chunk scores (query_cache)
     rag._query_done = _query_done_best_effort(rag)
     return rag

@@ -143,6 +143,9 @@ class Workspace:
             await self.catalog.finalize()
             await self.rag.finalize_storages()
         finally:
+            lexical = getattr(self.rag, "lexical", None)
+            if lexical is not None:
+                await lexical.close()
             await stop_call_queues(self.rag)
             forget_process_wide_data(self.name)
 
