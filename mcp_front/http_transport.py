@@ -240,7 +240,14 @@ def build_http_app(settings: Settings, server: Server[Any], front: FrontApp) -> 
     )
     authenticated = http_authentication_configured(settings)
     guarded = BodyGuard(manager.asgi_app, max_body, settings.max_file_mb)
-    endpoint: ASGIApp = IdentityGate(guarded, settings.http_user_header, authenticated, SessionOwners())
+    endpoint: ASGIApp = IdentityGate(
+        guarded,
+        settings.http_user_header,
+        authenticated,
+        SessionOwners(),
+        role_header=settings.http_role_header,
+        email_header=settings.http_email_header,
+    )
     routes: list[BaseRoute] = [Route("/healthz", health_endpoint(front), methods=["GET"])]
     if authenticated:
         endpoint, metadata_routes = with_authentication(endpoint, settings)
