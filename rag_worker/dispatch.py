@@ -20,6 +20,7 @@ from rag_worker.context import RequestContext, WorkerRuntime
 from rag_worker.operations.audit import record_call
 from rag_worker.storage.errors import with_storage_errors
 from rag_worker.storage.knowledge_bases import record_knowledge_base
+from rag_worker.storage.shared_readers import WRITING
 
 Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[Any]]
 
@@ -62,6 +63,7 @@ async def dispatch(state: WorkerRuntime, handlers: Mapping[str, Handler], reques
         return await handler(RequestContext.control(state, request.id), request.params)
     context = RequestContext.from_envelope(state, request.id, request.params.get("context"))
     correlation_id.set(context.correlation_id)
+    WRITING.set(spec.mutates)  # a reading call may read a shared knowledge base without holding it
     record_knowledge_base(state.settings.data_dir, context.call)
     arguments = request.params.get("arguments")
     if not isinstance(arguments, dict):

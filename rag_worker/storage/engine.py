@@ -47,6 +47,7 @@ from rag_worker.storage.locks import (
 )
 from rag_worker.storage.placement import StoragePlacement
 from rag_worker.storage.removal import finish_interrupted_deletes
+from rag_worker.storage.shared_readers import WRITING, SharedReaders, is_shared, never_saves
 from rag_worker.storage.workspace import Workspace, indexing_share
 
 __all__ = ["DataDirUnwritable", "EngineRegistry", "Spawn", "describe_holder"]
@@ -60,6 +61,8 @@ OPEN_LEASE_S = 60.0  # how long opening a workspace on server storages may block
 CLOSE_TIMEOUT_S = 10.0
 LONGEST_SWEEP_S = 15.0  # the sweep also checks the PostgreSQL lock connection this often
 UNUSED_POLL_S = 0.5
+SHARED_WRITER_IDLE_S = 2.0  # a shared knowledge base's writer lets go this soon after its last work...
+SHARED_LOCK_WAIT_S = 30.0  # ...and its next writer, in another process, waits this long: writes queue, not fail
 
 
 class DataDirUnwritable(Exception):
@@ -94,6 +97,7 @@ class EngineRegistry:
         self._components: Any = None
         self._advisory = AdvisoryLocks(self._advisory_lost)
         self.placement = StoragePlacement(settings)
+        self._readers = SharedReaders(self._root, self._open_read_only, spawn)
 
     def check_data_dir(self) -> None:
         """Fail start-up (not a later call) when the data directory is not writable."""
@@ -128,6 +132,8 @@ class EngineRegistry:
         if entry is not None:
             entry.lease_to_current_task()
             return entry
+        if is_shared(workspace) and not WRITING.get():
+            return await self._read_shared(workspace)
         entry = await self._open_once(workspace)
         if len(self._open) > self._max_open:
             self._spawn(self._keep_bound)  # closing another workspace is not this call's wait
@@ -138,6 +144,7 @@ class EngineRegistry:
         async with self._gates[workspace]:
             entry = self._open.get(workspace)
             if entry is None:
+                self._readers.retire(workspace)  # a write: this process's read-only copy gives way to the writer
                 entry = await self._open_workspace(workspace)
                 await self._finish_interrupted_deletes(entry)
                 await recover(entry)
@@ -146,6 +153,31 @@ class EngineRegistry:
                 await self._resume_unfinished(entry)
             entry.lease_to_current_task()
             return entry
+
+    async def _read_shared(self, workspace: str) -> Workspace:
+        """A shared workspace for a reading call: the writer's instance when this process holds it,
+        else a read-only one that takes no lock (`rag_worker.storage.shared_readers`)."""
+        entry = self._readers.current(workspace)
+        if entry is not None:
+            return entry
+        async with self._gates[workspace]:
+            writer = self._open.get(workspace)
+            if writer is not None:
+                writer.lease_to_current_task()
+                return writer
+            return await self._readers.fresh(workspace)
+
+    async def _open_read_only(self, workspace: str) -> Workspace:
+        """A LightRAG instance of `workspace` without its locks, for reading only (never committed)."""
+        directory = self.workspace_dir(workspace)
+        storages, fallback = self.placement.for_workspace(directory)
+        async with self._constructing:
+            components = await self._components_for(workspace)
+            rag, catalog = await self._construct(workspace, storages, components)
+        never_saves(rag)
+        unlocked = WorkspaceLocks(workspace, FileLock(-1))  # holds nothing: a reader never writes
+        deletes, intake = DeleteJournal(directory), IntakeQueue(directory)
+        return Workspace(workspace, rag, catalog, unlocked, components, deletes, intake, storages, fallback)
 
     async def _wait_for_closing(self, workspace: str) -> None:
         closing = self._closing.get(workspace)
@@ -162,7 +194,8 @@ class EngineRegistry:
 
     async def _open_workspace(self, workspace: str) -> Workspace:
         directory = self.workspace_dir(workspace)
-        locks = WorkspaceLocks(workspace, await FileLock.acquire(directory))
+        wait = SHARED_LOCK_WAIT_S if is_shared(workspace) else LOCK_WAIT_SECONDS
+        locks = WorkspaceLocks(workspace, await FileLock.acquire(directory, wait))
         try:
             storages, fallback = self.placement.for_workspace(directory)
             if uses_postgres(storages):
@@ -300,6 +333,7 @@ class EngineRegistry:
     async def sweep_forever(self) -> None:
         """Background, until `close_all`: close idle workspaces, keep the bound, check the lock connection."""
         interval = min(self._idle_seconds / 4, LONGEST_SWEEP_S) if self._idle_seconds > 0 else LONGEST_SWEEP_S
+        interval = min(interval, SHARED_WRITER_IDLE_S / 2)
         while not self._stopped.is_set():
             with anyio.move_on_after(max(interval, 0.1)):
                 await self._stopped.wait()
@@ -312,6 +346,10 @@ class EngineRegistry:
             idle_since = time.monotonic() - self._idle_seconds
             for entry in [entry for entry in self._open.values() if entry.last_used <= idle_since]:
                 await self._close_if_idle(entry, "idle")
+            self._readers.close_idle(self._idle_seconds)
+        shared_since = time.monotonic() - SHARED_WRITER_IDLE_S
+        for entry in [entry for entry in self._open.values() if is_shared(entry.name) and entry.last_used <= shared_since]:
+            await self._close_if_idle(entry, "shared knowledge base: its next writer may be another process")
         await self._keep_bound()
         await self._advisory.check()
 
@@ -392,6 +430,7 @@ class EngineRegistry:
     async def close_all(self) -> None:
         """Shutdown: close every workspace, in use or not, and end the sweep."""
         self._stopped.set()
+        self._readers.close_all()
         while self._open:
             _, entry = self._open.popitem()
             await self._close(entry)
