@@ -5,6 +5,7 @@ LibreChat runs them) and over HTTP behind a gateway."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import anyio
 import pytest
 
 from tests.integration.harness import Client, error_of, running_server
+from tests.integration.http_harness import bearer, http_server, mcp_client
 
 pytestmark = pytest.mark.anyio
 
@@ -118,3 +120,25 @@ async def test_writers_in_two_processes_take_turns_and_a_reader_writes_nothing(h
             )
         await ok(bob, "lightrag_list_documents", {"workspace": "handbook"})
     assert {path.name: path.stat().st_mtime_ns for path in shared.iterdir()} == before
+
+
+async def test_over_http_a_gateways_role_header_grants_writing_and_a_person_token_cannot_forge_one(home: Path) -> None:
+    gateway, ann = "shared-gateway-secret", "ann-person-token-secret"
+    tokens = f"gateway:librechat:{hashlib.sha256(gateway.encode()).hexdigest()},user:ann:{hashlib.sha256(ann.encode()).hexdigest()}"
+    env = {"LIGHTRAG_MCP_HTTP_TOKENS": tokens, "LIGHTRAG_MCP_SHARED_KBS": SHARED, "LIGHTRAG_MCP_HTTP_ROLE_HEADER": "X-User-Role"}
+    with http_server(home, **env) as server:
+        forged = server.post(
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+            headers={"Authorization": f"Bearer {ann}", "X-User-Role": "ADMIN"},
+        )
+        assert forged.status_code == 403 and "only with a gateway token" in forged.text
+        async with mcp_client(server.url, {**bearer(gateway, "erin"), "X-User-Role": "ADMIN"}) as erin:
+            assert not (await erin.call("lightrag_insert_text", {"text": HANDBOOK_MD, "workspace": "handbook"})).is_error
+        async with mcp_client(server.url, bearer(gateway, "frank")) as frank:
+            refused = error_of(await frank.call("lightrag_insert_text", {"text": PRIVATE_MD, "workspace": "handbook"}))
+            assert refused["error_code"] == "FORBIDDEN" and "role:ADMIN" in refused["error_message"]
+            found = await frank.call("lightrag_query", QUESTION)  # one worker serves all: erin's write is there
+            assert "31 days" in text_of(found)
+        async with mcp_client(server.url, bearer(ann)) as person:
+            mine = await person.call("lightrag_query", {**QUESTION, "workspace": "handbook"})
+            assert "31 days" in text_of(mine)  # everyone reads; ann's namespace is token:ann
