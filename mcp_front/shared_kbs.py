@@ -9,7 +9,7 @@ A question without `workspace` also searches every shared knowledge base marked
 per knowledge base, and merges the passages by relevance (`merged_query`), each source naming
 its knowledge base.  Merging here, not in the worker: the rights were checked here, each
 sub-call is an ordinary one-workspace call (a reader process opens the handbook read-only for
-it, its own audit and statistics apply), and the worker's query path stays one workspace wide.
+it), and the worker's query path stays one workspace wide.
 With an LLM, the answer is the caller's own knowledge base's; the shared passages come beside it.
 """
 

@@ -333,9 +333,10 @@ class EngineRegistry:
     async def sweep_forever(self) -> None:
         """Background, until `close_all`: close idle workspaces, keep the bound, check the lock connection."""
         interval = min(self._idle_seconds / 4, LONGEST_SWEEP_S) if self._idle_seconds > 0 else LONGEST_SWEEP_S
-        interval = min(interval, SHARED_WRITER_IDLE_S / 2)
         while not self._stopped.is_set():
-            with anyio.move_on_after(max(interval, 0.1)):
+            # A shared knowledge base's writer is let go within a second or so of its idle time.
+            shared = any(is_shared(name) for name in self._open)
+            with anyio.move_on_after(max(min(interval, SHARED_WRITER_IDLE_S / 2) if shared else interval, 0.1)):
                 await self._stopped.wait()
             if not self._stopped.is_set():
                 await self.sweep()
