@@ -266,6 +266,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LIGHTRAG_MCP_OAUTH_JWKS_URL", "", "Its JWKS URL (default: jwks_uri from the issuer's discovery document).", _url, "http"),
     Setting("LIGHTRAG_MCP_OAUTH_AUDIENCE", "", "Audience a JWT must carry (default: LIGHTRAG_MCP_PUBLIC_URL).", _text, "http"),
     Setting("LIGHTRAG_MCP_OAUTH_USER_CLAIM", "sub", "JWT claim that names the user.", _text, "http"),
+    Setting("LIGHTRAG_MCP_OAUTH_ROLE_CLAIM", "", "JWT claim holding the user's roles (a list or a space-separated string), for `role:NAME` members of LIGHTRAG_MCP_SHARED_KBS; empty: OAuth users carry no roles.", _text, "http"),
+    Setting("LIGHTRAG_MCP_OAUTH_EMAIL_CLAIM", "", "JWT claim holding the user's e-mail (e.g. email), for `email:ADDRESS` members; empty: not read.", _text, "http"),
     Setting("LIGHTRAG_MCP_PUBLIC_URL", "", "This server's MCP endpoint as clients reach it (OAuth resource id; default http://<host>:<port><path>).", _url, "http"),
     Setting("LIGHTRAG_MCP_LOG_LEVEL", "INFO", "Log level for both processes (logs go to stderr).", _log_level),
     Setting("LIGHTRAG_MCP_DEBUG_METHODS", "false", "Serve fault-injection methods (tests only).", _bool, "worker"),

@@ -42,6 +42,9 @@ log = logging.getLogger("mcp_front.auth")
 
 #: The claim under which our verifier records what kind of credential a request carried.
 KIND_CLAIM = "lightrag_mcp/kind"
+#: The claim under which our verifier records an OAuth user's roles and e-mail (when configured).
+PROFILE_CLAIM = "lightrag_mcp/profile"
+MAX_ROLES = 64
 JWT_ALGORITHMS = ("RS256", "ES256")  # asymmetric only: never none, never a shared HS* secret
 JWT_LEEWAY_S = 30.0  # clock skew tolerated on exp/nbf/iat
 JWKS_REFETCH_S = 30.0  # an unknown key id triggers at most one JWKS fetch per this many seconds
@@ -171,11 +174,21 @@ class JwksCache:
 class JwtVerifier:
     """Validates the issuer's JWTs: signature (RS256/ES256), iss, aud, exp, nbf, and the user claim."""
 
-    def __init__(self, keys: JwksCache, audience: str, user_claim: str = "sub", leeway: float = JWT_LEEWAY_S):
+    def __init__(
+        self,
+        keys: JwksCache,
+        audience: str,
+        user_claim: str = "sub",
+        leeway: float = JWT_LEEWAY_S,
+        role_claim: str = "",
+        email_claim: str = "",
+    ):
         self.keys = keys
         self.audience = audience
         self.user_claim = user_claim
         self.leeway = leeway
+        self.role_claim = role_claim  # "": OAuth users carry no roles (LIGHTRAG_MCP_OAUTH_ROLE_CLAIM)
+        self.email_claim = email_claim
 
     async def verify(self, token: str) -> AccessToken | None:
         """The token's access info, or None (logged with the reason, never the token)."""
@@ -213,8 +226,25 @@ class JwtVerifier:
             expires_at=int(claims["exp"]),
             resource=self.audience,
             subject=user,
-            claims={"iss": claims["iss"], KIND_CLAIM: "oauth"},
+            claims={"iss": claims["iss"], KIND_CLAIM: "oauth", PROFILE_CLAIM: self.profile(claims)},
         )
+
+    def profile(self, claims: dict[str, Any]) -> dict[str, Any]:
+        """The roles and e-mail the issuer signed, from the configured claims (a role claim may be a
+        list or a space/comma-separated string); what is not a usable string is left out."""
+        raw = claims.get(self.role_claim) if self.role_claim else None
+        values = raw.replace(",", " ").split() if isinstance(raw, str) else raw if isinstance(raw, list) else []
+        roles = [value for value in values if isinstance(value, str) and _usable(value)][:MAX_ROLES]
+        email = claims.get(self.email_claim) if self.email_claim else None
+        return {"roles": roles, "email": email if isinstance(email, str) and _usable(email) else None}
+
+
+def _usable(value: str) -> bool:
+    try:
+        checked_user_id(value, "a claim")
+    except RagError:
+        return False
+    return True
 
 
 class FrontTokenVerifier:
@@ -333,7 +363,10 @@ class IdentityGate:
             raise Refused("The credential names no user.")
         if asserted and asserted[0].strip() != subject:
             raise Refused(f"The {header} header names another user; only a gateway token may name the user.")
-        return Caller(subject, "token" if kind == "user" else "oauth")
+        if kind == "user":
+            return Caller(subject, "token")
+        profile = (user.access_token.claims or {}).get(PROFILE_CLAIM) or {}
+        return Caller(subject, "oauth", tuple(profile.get("roles") or ()), profile.get("email"))
 
     def with_profile(self, caller: Caller, headers: Headers) -> Caller:
         """The caller with the role(s) and e-mail a gateway passed in the configured headers.

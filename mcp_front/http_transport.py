@@ -222,7 +222,13 @@ def token_verifier(settings: Settings) -> FrontTokenVerifier:
     if settings.oauth_issuer:
         keys = JwksCache(settings.oauth_issuer, settings.oauth_jwks_url)
         audience = settings.oauth_audience or public_url(settings)
-        jwt_verifier = JwtVerifier(keys, audience, settings.oauth_user_claim or "sub")
+        jwt_verifier = JwtVerifier(
+            keys,
+            audience,
+            settings.oauth_user_claim or "sub",
+            role_claim=settings.oauth_role_claim,
+            email_claim=settings.oauth_email_claim,
+        )
     return FrontTokenVerifier(TokenTable(settings.http_tokens), jwt_verifier)
 
 

@@ -13,11 +13,12 @@ from starlette.datastructures import Headers
 
 from config.settings import load_settings
 from mcp_front import auth
-from mcp_front.auth import IdentityGate, Refused, SessionOwners
+from mcp_front.auth import IdentityGate, JwksCache, JwtVerifier, Refused, SessionOwners
 from mcp_front.catalogue import TOOLS
 from mcp_front.identity import Identity, resolve_caller_identity
 from mcp_front.shared_kbs import answer, merged_query, searched_too, shared_rows, shared_target
 from protocol import ErrorCode, RagError
+from tests.fakes.oauth_issuer import OAuthIssuer
 
 SETTINGS = load_settings(
     {
@@ -166,3 +167,21 @@ async def test_the_callers_own_failure_is_the_calls_error() -> None:
     with pytest.raises(RagError) as caught:
         await answer(SETTINGS, QUERY, person("bob"), None, {"query": "q"}, serving("u_bob"))
     assert caught.value.code is ErrorCode.WORKSPACE_BUSY
+
+
+@pytest.mark.anyio
+async def test_an_oauth_users_roles_and_email_come_from_the_configured_signed_claims() -> None:
+    issuer = OAuthIssuer()
+
+    async def documents(url: str) -> dict[str, Any]:
+        return issuer.jwks()
+
+    audience = "http://127.0.0.1:8765/mcp"
+    checker = JwtVerifier(JwksCache(issuer.url, issuer.jwks_url, fetch=documents), audience, role_claim="roles", email_claim="email")
+    token = await checker.verify(issuer.mint(sub="erin", aud=audience, roles=["ADMIN", "x\u200by"], email="erin@example.org"))
+    assert token is not None
+    caller = gate().caller(AuthenticatedUser(token), [])
+    assert (caller.source, caller.roles, caller.email) == ("oauth", ("ADMIN",), "erin@example.org")  # the hidden-character role is dropped
+    plain = JwtVerifier(JwksCache(issuer.url, issuer.jwks_url, fetch=documents), audience)
+    unconfigured = await plain.verify(issuer.mint(sub="erin", aud=audience, roles=["ADMIN"]))
+    assert unconfigured is not None and gate().caller(AuthenticatedUser(unconfigured), []).roles == ()
