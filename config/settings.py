@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from config.backends import class_help
-from config.shared_kbs import NO_SHARED_KBS, SharedKbError, SharedKbs, parse_shared_kbs
+from config.shared_kbs import NO_SHARED_KBS, SHARED_WORKSPACE_PREFIX, SharedKbError, SharedKbs, parse_shared_kbs
 
 
 class ConfigError(Exception):
@@ -79,6 +79,13 @@ def _placeholder_free(name: str, raw: str) -> str:
     which would give every user launched without one the same literal role."""
     if UNEXPANDED_PLACEHOLDER.search(raw):
         raise ConfigError(f"{name}={raw!r} is an unexpanded placeholder: the client started this server without filling it in")
+    return raw.strip()
+
+
+def _default_workspace(name: str, raw: str) -> str:
+    """The default workspace's name; never one a shared knowledge base's workspace could have."""
+    if re.sub(r"[^a-z0-9]+", "_", raw.lower()).strip("_").startswith(SHARED_WORKSPACE_PREFIX):
+        raise ConfigError(f"{name}={raw!r}: names starting with {SHARED_WORKSPACE_PREFIX!r} belong to shared knowledge bases")
     return raw.strip()
 
 
@@ -217,7 +224,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LIGHTRAG_MCP_USER_ROLE", "", "Role(s) of this process's user, comma-separated, for `role:NAME` members of LIGHTRAG_MCP_SHARED_KBS (LibreChat: \"{{LIBRECHAT_USER_ROLE}}\"). Applies only to the user LIGHTRAG_MCP_USER_ID names (or the default user).", _placeholder_free, "identity"),
     Setting("LIGHTRAG_MCP_USER_EMAIL", "", "E-mail of this process's user, for `email:ADDRESS` members of LIGHTRAG_MCP_SHARED_KBS (LibreChat: \"{{LIBRECHAT_USER_EMAIL}}\").", _placeholder_free, "identity"),
     Setting("LIGHTRAG_MCP_SHARED_KBS", "", "Shared knowledge bases: a JSON object, or @path to a JSON/YAML file, e.g. {\"handbook\": {\"read\": [\"*\"], \"write\": [\"alice\", \"role:ADMIN\"], \"search_by_default\": true}}. Members: user ids, *, role:NAME, email:ADDRESS. `workspace: handbook` addresses one; a question without workspace also searches those marked search_by_default.", _shared_kbs, "identity"),
-    Setting("LIGHTRAG_MCP_DEFAULT_WORKSPACE", "default", "Workspace used when no user id is known.", _text, "identity"),
+    Setting("LIGHTRAG_MCP_DEFAULT_WORKSPACE", "default", "Workspace used when no user id is known.", _default_workspace, "identity"),
     Setting("LIGHTRAG_MCP_TOOLS", "default", "Advertised tools: a profile name or a comma list of tool names.", _text),
     Setting("LIGHTRAG_MCP_CALL_TIMEOUT", "60", "Default per-call timeout in seconds (ingestion and export have longer ones).", _float(1, 3600), "supervision"),
     Setting("LIGHTRAG_MCP_WAIT_SECONDS", "15", "How long an ingestion call may take, from its arrival, before it answers with a track id (indexing goes on); keep it well under the client's tool timeout (LibreChat: 60 s).", _float(0, 3600)),

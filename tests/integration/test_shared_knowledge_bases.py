@@ -83,7 +83,10 @@ async def test_a_role_from_the_environment_writes_and_an_outsider_is_refused_by_
     async with running_server(home, **admin) as carol, running_server(home, **user_env(home, "dave")) as dave:
         await carol.wait_ready()
         await dave.wait_ready()
-        await ok(carol, "upload_to_lightrag", upload("leave.md", HANDBOOK_MD, workspace="handbook"))
+        before = await ok(carol, "lightrag_query", {**QUESTION, "workspace": "handbook"})  # a read-only copy opens
+        assert "31 days" not in text_of(before)
+        await ok(carol, "upload_to_lightrag", upload("leave.md", HANDBOOK_MD, workspace="handbook"))  # ...gives way
+        assert "31 days" in text_of(await ok(carol, "lightrag_query", {**QUESTION, "workspace": "handbook"}))
         board = error_of(await dave.call("lightrag_query", {**QUESTION, "workspace": "board"}))
         assert board["error_code"] == "FORBIDDEN" and "board: reading needs one of: email:ceo@example.org" in board["error_message"]
         listed = (await ok(dave, "lightrag_list_knowledge_bases", {})).structured_content["knowledge_bases"]

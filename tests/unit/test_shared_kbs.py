@@ -114,3 +114,8 @@ def test_the_shared_workspace_is_nested_under_no_user() -> None:
 def test_an_unexpanded_role_or_email_placeholder_stops_start_up(name: str) -> None:
     with pytest.raises(ConfigError, match=f"{name}=.*unexpanded placeholder"):
         load_settings({name: "{{LIBRECHAT_USER_ROLE}}"})
+
+
+def test_the_default_workspace_may_not_take_a_shared_knowledge_bases_prefix() -> None:
+    with pytest.raises(ConfigError, match="LIGHTRAG_MCP_DEFAULT_WORKSPACE=.*belong to shared knowledge bases"):
+        load_settings({"LIGHTRAG_MCP_DEFAULT_WORKSPACE": "Shared-Team"})
