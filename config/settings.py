@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from config.backends import class_help
+from config.shared_kbs import NO_SHARED_KBS, SHARED_WORKSPACE_PREFIX, SharedKbError, SharedKbs, parse_shared_kbs
 
 
 class ConfigError(Exception):
@@ -71,6 +72,28 @@ def _user_id(name: str, raw: str) -> str:
             "(LibreChat fills {{LIBRECHAT_USER_ID}} only for a signed-in user's connection)"
         )
     return raw
+
+
+def _placeholder_free(name: str, raw: str) -> str:
+    """A value the client fills per user (role, e-mail): refused while it holds a placeholder,
+    which would give every user launched without one the same literal role."""
+    if UNEXPANDED_PLACEHOLDER.search(raw):
+        raise ConfigError(f"{name}={raw!r} is an unexpanded placeholder: the client started this server without filling it in")
+    return raw.strip()
+
+
+def _default_workspace(name: str, raw: str) -> str:
+    """The default workspace's name; never one a shared knowledge base's workspace could have."""
+    if re.sub(r"[^a-z0-9]+", "_", raw.lower()).strip("_").startswith(SHARED_WORKSPACE_PREFIX):
+        raise ConfigError(f"{name}={raw!r}: names starting with {SHARED_WORKSPACE_PREFIX!r} belong to shared knowledge bases")
+    return raw.strip()
+
+
+def _shared_kbs(name: str, raw: str) -> SharedKbs:
+    try:
+        return parse_shared_kbs(raw)
+    except SharedKbError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
 
 
 def _bool(name: str, raw: str) -> bool:
@@ -172,6 +195,10 @@ def _header_name(name: str, raw: str) -> str:
     return value
 
 
+def _optional_header_name(name: str, raw: str) -> str:
+    return _header_name(name, raw) if raw.strip() else ""
+
+
 def default_data_dir() -> str:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return str(Path(base) / "lightrag-mcp")
@@ -194,7 +221,10 @@ def unwritable_reason(directory: Path, probe_name: str) -> str | None:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("LIGHTRAG_MCP_USER_ID", "", "Fixed user for this process (LibreChat: \"{{LIBRECHAT_USER_ID}}\"). Calls naming another user are refused.", _user_id, "identity"),
-    Setting("LIGHTRAG_MCP_DEFAULT_WORKSPACE", "default", "Workspace used when no user id is known.", _text, "identity"),
+    Setting("LIGHTRAG_MCP_USER_ROLE", "", "Role(s) of this process's user, comma-separated, for `role:NAME` members of LIGHTRAG_MCP_SHARED_KBS (LibreChat: \"{{LIBRECHAT_USER_ROLE}}\"). Applies only to the user LIGHTRAG_MCP_USER_ID names (or the default user).", _placeholder_free, "identity"),
+    Setting("LIGHTRAG_MCP_USER_EMAIL", "", "E-mail of this process's user, for `email:ADDRESS` members of LIGHTRAG_MCP_SHARED_KBS (LibreChat: \"{{LIBRECHAT_USER_EMAIL}}\").", _placeholder_free, "identity"),
+    Setting("LIGHTRAG_MCP_SHARED_KBS", "", "Shared knowledge bases: a JSON object, or @path to a JSON/YAML file, e.g. {\"handbook\": {\"read\": [\"*\"], \"write\": [\"alice\", \"role:ADMIN\"], \"search_by_default\": true}}. Members: user ids, *, role:NAME, email:ADDRESS. `workspace: handbook` addresses one; a question without workspace also searches those marked search_by_default.", _shared_kbs, "identity"),
+    Setting("LIGHTRAG_MCP_DEFAULT_WORKSPACE", "default", "Workspace used when no user id is known.", _default_workspace, "identity"),
     Setting("LIGHTRAG_MCP_TOOLS", "default", "Advertised tools: a profile name or a comma list of tool names.", _text),
     Setting("LIGHTRAG_MCP_CALL_TIMEOUT", "60", "Default per-call timeout in seconds (ingestion and export have longer ones).", _float(1, 3600), "supervision"),
     Setting("LIGHTRAG_MCP_WAIT_SECONDS", "15", "How long an ingestion call may take, from its arrival, before it answers with a track id (indexing goes on); keep it well under the client's tool timeout (LibreChat: 60 s).", _float(0, 3600)),
@@ -235,6 +265,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LIGHTRAG_MCP_HTTP_TOKENS", "", "Bearer tokens, comma-separated `user:<name>:<sha256-hex>` (a person) or `gateway:<name>:<sha256-hex>` (a trusted gateway such as LibreChat, which names the user in LIGHTRAG_MCP_HTTP_USER_HEADER). Only digests are configured: `python -m mcp_front --hash-token` prints one.", _bearer_tokens, "http"),
     Setting("LIGHTRAG_MCP_HTTP_SAME_USERS", "gateway", "HTTP credential kinds (comma list of gateway, token, oauth) whose user ids name the same people as LIGHTRAG_MCP_USER_ID over stdio, and so share their knowledge bases. Every other kind has a namespace of its own: OAuth subject `alice` is `oauth:alice`, never gateway user or token `alice`.", _subset("gateway", "token", "oauth"), "http"),
     Setting("LIGHTRAG_MCP_HTTP_USER_HEADER", "X-User-Id", "Header in which a gateway token names the user; refused from anyone else.", _header_name, "http"),
+    Setting("LIGHTRAG_MCP_HTTP_ROLE_HEADER", "", "Header in which a gateway token passes the user's role(s), comma-separated (LibreChat: {{LIBRECHAT_USER_ROLE}}); empty: roles are not read over HTTP. Refused (403) from any other credential.", _optional_header_name, "http"),
+    Setting("LIGHTRAG_MCP_HTTP_EMAIL_HEADER", "", "Header in which a gateway token passes the user's e-mail (LibreChat: {{LIBRECHAT_USER_EMAIL}}); empty: not read. Refused (403) from any other credential.", _optional_header_name, "http"),
     Setting("LIGHTRAG_MCP_HTTP_ALLOWED_HOSTS", "", "Host header values accepted besides loopback and LIGHTRAG_MCP_PUBLIC_URL's host, comma-separated (`name:*` for any port); others get 421 (DNS-rebinding protection).", _comma_list, "http"),
     Setting("LIGHTRAG_MCP_HTTP_ALLOWED_ORIGINS", "", "Browser Origin values accepted besides loopback and LIGHTRAG_MCP_PUBLIC_URL's origin, comma-separated; others get 403. Requests without Origin (non-browser clients) are accepted.", _comma_list, "http"),
     Setting("LIGHTRAG_MCP_HTTP_MAX_BODY_MB", "0", "Largest HTTP request body, in MB (larger: 413 naming the upload limit). 0: room for a base64 file of twice LIGHTRAG_MCP_MAX_FILE_MB, so an oversized upload is still answered FILE_TOO_LARGE.", _float(0, 1024), "http"),
@@ -243,6 +275,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LIGHTRAG_MCP_OAUTH_JWKS_URL", "", "Its JWKS URL (default: jwks_uri from the issuer's discovery document).", _url, "http"),
     Setting("LIGHTRAG_MCP_OAUTH_AUDIENCE", "", "Audience a JWT must carry (default: LIGHTRAG_MCP_PUBLIC_URL).", _text, "http"),
     Setting("LIGHTRAG_MCP_OAUTH_USER_CLAIM", "sub", "JWT claim that names the user.", _text, "http"),
+    Setting("LIGHTRAG_MCP_OAUTH_ROLE_CLAIM", "", "JWT claim holding the user's roles (a list or a space-separated string), for `role:NAME` members of LIGHTRAG_MCP_SHARED_KBS; empty: OAuth users carry no roles.", _text, "http"),
+    Setting("LIGHTRAG_MCP_OAUTH_EMAIL_CLAIM", "", "JWT claim holding the user's e-mail (e.g. email), for `email:ADDRESS` members; empty: not read.", _text, "http"),
     Setting("LIGHTRAG_MCP_PUBLIC_URL", "", "This server's MCP endpoint as clients reach it (OAuth resource id; default http://<host>:<port><path>).", _url, "http"),
     Setting("LIGHTRAG_MCP_LOG_LEVEL", "INFO", "Log level for both processes (logs go to stderr).", _log_level),
     Setting("LIGHTRAG_MCP_DEBUG_METHODS", "false", "Serve fault-injection methods (tests only).", _bool, "worker"),
@@ -289,6 +323,11 @@ class Settings:
             if name in self._values:
                 return self._values[name]
         raise AttributeError(item)
+
+    @property
+    def shared_kbs(self) -> SharedKbs:
+        kbs: SharedKbs = self._values.get("LIGHTRAG_MCP_SHARED_KBS", NO_SHARED_KBS)
+        return kbs
 
     @property
     def data_dir(self) -> str:

@@ -7,7 +7,8 @@
   hashed and compared with every entry in constant time.  A `user` token is a person; a
   `gateway` token (LibreChat) must name the user in the user header.
 - `JwtVerifier`: RS256/ES256 JWTs of the configured issuer and audience; the user is a claim.
-- `IdentityGate`: turns the credential (and, for a gateway, the header) into the `Caller`
+- `IdentityGate`: turns the credential (and, for a gateway, the user, role and e-mail headers)
+  into the `Caller`
   that `FrontApp.identify` reads, refuses what does not add up (403, one line), and binds each
   stateful session to the user who opened it.
 
@@ -17,6 +18,7 @@ Imported only on the HTTP path (and by `--hash-token`).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import hashlib
 import hmac
 import logging
@@ -33,13 +35,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from config.settings import BearerToken, ConfigError, setting
 from mcp_front.http_guard import json_rpc_error
-from mcp_front.identity import CALLER_SCOPE_KEY, Caller, checked_user_id
+from mcp_front.identity import CALLER_SCOPE_KEY, Caller, checked_user_id, split_roles
 from protocol import RagError
 
 log = logging.getLogger("mcp_front.auth")
 
 #: The claim under which our verifier records what kind of credential a request carried.
 KIND_CLAIM = "lightrag_mcp/kind"
+#: The claim under which our verifier records an OAuth user's roles and e-mail (when configured).
+PROFILE_CLAIM = "lightrag_mcp/profile"
+MAX_ROLES = 64
 JWT_ALGORITHMS = ("RS256", "ES256")  # asymmetric only: never none, never a shared HS* secret
 JWT_LEEWAY_S = 30.0  # clock skew tolerated on exp/nbf/iat
 JWKS_REFETCH_S = 30.0  # an unknown key id triggers at most one JWKS fetch per this many seconds
@@ -169,11 +174,21 @@ class JwksCache:
 class JwtVerifier:
     """Validates the issuer's JWTs: signature (RS256/ES256), iss, aud, exp, nbf, and the user claim."""
 
-    def __init__(self, keys: JwksCache, audience: str, user_claim: str = "sub", leeway: float = JWT_LEEWAY_S):
+    def __init__(
+        self,
+        keys: JwksCache,
+        audience: str,
+        user_claim: str = "sub",
+        leeway: float = JWT_LEEWAY_S,
+        role_claim: str = "",
+        email_claim: str = "",
+    ):
         self.keys = keys
         self.audience = audience
         self.user_claim = user_claim
         self.leeway = leeway
+        self.role_claim = role_claim  # "": OAuth users carry no roles (LIGHTRAG_MCP_OAUTH_ROLE_CLAIM)
+        self.email_claim = email_claim
 
     async def verify(self, token: str) -> AccessToken | None:
         """The token's access info, or None (logged with the reason, never the token)."""
@@ -211,8 +226,25 @@ class JwtVerifier:
             expires_at=int(claims["exp"]),
             resource=self.audience,
             subject=user,
-            claims={"iss": claims["iss"], KIND_CLAIM: "oauth"},
+            claims={"iss": claims["iss"], KIND_CLAIM: "oauth", PROFILE_CLAIM: self.profile(claims)},
         )
+
+    def profile(self, claims: dict[str, Any]) -> dict[str, Any]:
+        """The roles and e-mail the issuer signed, from the configured claims (a role claim may be a
+        list or a space/comma-separated string); what is not a usable string is left out."""
+        raw = claims.get(self.role_claim) if self.role_claim else None
+        values = raw.replace(",", " ").split() if isinstance(raw, str) else raw if isinstance(raw, list) else []
+        roles = [value for value in values if isinstance(value, str) and _usable(value)][:MAX_ROLES]
+        email = claims.get(self.email_claim) if self.email_claim else None
+        return {"roles": roles, "email": email if isinstance(email, str) and _usable(email) else None}
+
+
+def _usable(value: str) -> bool:
+    try:
+        checked_user_id(value, "a claim")
+    except RagError:
+        return False
+    return True
 
 
 class FrontTokenVerifier:
@@ -268,11 +300,21 @@ class SessionOwners:
 class IdentityGate:
     """ASGI middleware between authentication and the MCP endpoint: decides the `Caller`."""
 
-    def __init__(self, app: ASGIApp, user_header: str, authenticated: bool, sessions: SessionOwners) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        user_header: str,
+        authenticated: bool,
+        sessions: SessionOwners,
+        role_header: str = "",
+        email_header: str = "",
+    ) -> None:
         self.app = app
         self.user_header = user_header
         self.authenticated = authenticated
         self.sessions = sessions
+        self.role_header = role_header  # "" : roles are not read over HTTP
+        self.email_header = email_header
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -281,7 +323,7 @@ class IdentityGate:
         headers = Headers(scope=scope)
         session_id = headers.get(SESSION_HEADER)
         try:
-            caller = self.caller(scope.get("user"), headers.getlist(self.user_header))
+            caller = self.with_profile(self.caller(scope.get("user"), headers.getlist(self.user_header)), headers)
             owner = (principal_name(scope.get("user")), caller.user_id or "")
             if caller.user_id is not None:
                 self.sessions.check(session_id, owner)
@@ -321,7 +363,29 @@ class IdentityGate:
             raise Refused("The credential names no user.")
         if asserted and asserted[0].strip() != subject:
             raise Refused(f"The {header} header names another user; only a gateway token may name the user.")
-        return Caller(subject, "token" if kind == "user" else "oauth")
+        if kind == "user":
+            return Caller(subject, "token")
+        profile = (user.access_token.claims or {}).get(PROFILE_CLAIM) or {}
+        return Caller(subject, "oauth", tuple(profile.get("roles") or ()), profile.get("email"))
+
+    def with_profile(self, caller: Caller, headers: Headers) -> Caller:
+        """The caller with the role(s) and e-mail a gateway passed in the configured headers.
+
+        Shared knowledge bases grant rights by role and e-mail, so only the gateway, which names
+        the user, may state them: the same headers from a person's token, an OAuth client or an
+        unauthenticated request are refused, never read.  A header not configured is ignored."""
+        sent = {name: headers.getlist(name) for name in (self.role_header, self.email_header) if name}
+        sent = {name: values for name, values in sent.items() if values}
+        if not sent:
+            return caller
+        if caller.source != "gateway":
+            raise Refused(f"The {', '.join(sent)} header is accepted only with a gateway token.")
+        for name, values in sent.items():
+            if len(values) > 1:
+                raise Refused(f"The {name} header appears more than once.")
+        roles = header_user_id(sent[self.role_header][0], self.role_header) if self.role_header in sent else ""
+        email = header_user_id(sent[self.email_header][0], self.email_header) if self.email_header in sent else None
+        return dataclasses.replace(caller, roles=split_roles(roles), email=email)
 
     def _recording(self, send: Send, method: str, session_id: str | None, owner: tuple[str, str]) -> Send:
         """`send`, noting the session a request opened (or closed) for its owner."""

@@ -222,7 +222,13 @@ def token_verifier(settings: Settings) -> FrontTokenVerifier:
     if settings.oauth_issuer:
         keys = JwksCache(settings.oauth_issuer, settings.oauth_jwks_url)
         audience = settings.oauth_audience or public_url(settings)
-        jwt_verifier = JwtVerifier(keys, audience, settings.oauth_user_claim or "sub")
+        jwt_verifier = JwtVerifier(
+            keys,
+            audience,
+            settings.oauth_user_claim or "sub",
+            role_claim=settings.oauth_role_claim,
+            email_claim=settings.oauth_email_claim,
+        )
     return FrontTokenVerifier(TokenTable(settings.http_tokens), jwt_verifier)
 
 
@@ -240,7 +246,14 @@ def build_http_app(settings: Settings, server: Server[Any], front: FrontApp) -> 
     )
     authenticated = http_authentication_configured(settings)
     guarded = BodyGuard(manager.asgi_app, max_body, settings.max_file_mb)
-    endpoint: ASGIApp = IdentityGate(guarded, settings.http_user_header, authenticated, SessionOwners())
+    endpoint: ASGIApp = IdentityGate(
+        guarded,
+        settings.http_user_header,
+        authenticated,
+        SessionOwners(),
+        role_header=settings.http_role_header,
+        email_header=settings.http_email_header,
+    )
     routes: list[BaseRoute] = [Route("/healthz", health_endpoint(front), methods=["GET"])]
     if authenticated:
         endpoint, metadata_routes = with_authentication(endpoint, settings)

@@ -41,6 +41,10 @@ class Identity:
     user_id: str | None
     source: str  # one of IDENTITY_SOURCES
     workspace: str
+    #: What shared knowledge bases' `role:`/`email:` rules read: the administrator's environment
+    #: (stdio) or a gateway's headers (HTTP), never the client's own word.
+    roles: tuple[str, ...] = ()
+    email: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,8 @@ class Caller:
 
     user_id: str | None
     source: str  # "token", "gateway", "oauth" or "unauthenticated"
+    roles: tuple[str, ...] = ()  # only a gateway passes them (LIGHTRAG_MCP_HTTP_ROLE_HEADER)
+    email: str | None = None  # only a gateway passes it (LIGHTRAG_MCP_HTTP_EMAIL_HEADER)
 
 
 def _slug(text: str, length: int) -> str:
@@ -146,6 +152,8 @@ def resolve_caller_identity(
     meta: Mapping[str, Any] | None,
     default_workspace: str,
     same_users: Collection[str] = ("gateway",),
+    roles: tuple[str, ...] = (),
+    email: str | None = None,
 ) -> Identity:
     """The identity of an authenticated HTTP caller; the call may repeat the user, never name another.
 
@@ -159,7 +167,12 @@ def resolve_caller_identity(
         "Do not retry; a client may only act for the user its token or header names.",
     )
     person = user_id if source in same_users else f"{source}:{user_id}"
-    return Identity(person, source, workspace_for(person, default_workspace))
+    return Identity(person, source, workspace_for(person, default_workspace), roles, email)
+
+
+def split_roles(raw: str) -> tuple[str, ...]:
+    """Roles from a comma-separated value (LibreChat passes one, `ADMIN` or `USER`)."""
+    return tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
 
 
 def _claimed_users(raw_params: Mapping[str, Any] | None, meta: Mapping[str, Any] | None) -> tuple[str | None, str | None]:

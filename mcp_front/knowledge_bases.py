@@ -11,30 +11,23 @@ so the worker can show it back.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcp_front.identity import Identity, workspace_for
 from protocol import ErrorCode, RagError
-from protocol.context import DEFAULT_KNOWLEDGE_BASE, MAX_KNOWLEDGE_BASE_NAME
+from protocol.context import DEFAULT_KNOWLEDGE_BASE, MAX_KNOWLEDGE_BASE_NAME, name_problem
 from protocol.schema import Schema, string
 
 if TYPE_CHECKING:
     from mcp_front.tools import Tool
 
 WORKSPACE_ARGUMENT = "workspace"
-#: Names a model or a template may write for "no value" or "every knowledge base": a knowledge
-#: base of that name would quietly hold what the caller meant to put elsewhere.
-RESERVED_NAMES = ("all", "any", "none", "null", "nil", "undefined", "global", "shared")
 LIST_TOOL = "lightrag_list_knowledge_bases"
 
 # The rules (`name_problem`) are not advertised as a `pattern`: in every tool of a profile that
 # costs more than the tool-definition budget allows, and a refused name gets a message naming them.
 WORKSPACE_PROPERTY: Schema = string("knowledge base", max_length=MAX_KNOWLEDGE_BASE_NAME)
-_NAME = re.compile(r"[A-Za-z0-9_-]*")
-_PATH_LIKE = re.compile(r"[/\\.:~]")
-_SHOWN = 60  # how much of a refused name a message quotes
 
 
 def with_workspace(schema: Schema) -> Schema:
@@ -68,23 +61,6 @@ def knowledge_base_name(tool_name: str, value: Any) -> str | None:
             details={"problems": [f"workspace {problem}"]},
         )
     return None if value.lower() == DEFAULT_KNOWLEDGE_BASE else value
-
-
-def name_problem(value: Any) -> str | None:
-    """Which rule a knowledge base name breaks and what is allowed, or None for a good name."""
-    if not isinstance(value, str):
-        return f"must be a knowledge base name (a string), not {type(value).__name__}"
-    shown = repr(value[:_SHOWN] + ("…" if len(value) > _SHOWN else ""))
-    if _PATH_LIKE.search(value):
-        return f"{shown} looks like a path; a knowledge base name has no /, \\, ., : or ~"
-    if len(value) > MAX_KNOWLEDGE_BASE_NAME:
-        return f"is {len(value)} characters long; a knowledge base name has at most {MAX_KNOWLEDGE_BASE_NAME}"
-    if not _NAME.fullmatch(value):
-        bad = next(ch for ch in value if not _NAME.fullmatch(ch))
-        return f"{shown} contains {bad!r}; a knowledge base name uses only letters, digits, _ and -"
-    if value.lower() in RESERVED_NAMES:
-        return f"{value!r} is a reserved name ({', '.join(RESERVED_NAMES)}); choose another"
-    return None
 
 
 def in_knowledge_base(identity: Identity, knowledge_base: str | None, default_workspace: str) -> Identity:

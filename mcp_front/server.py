@@ -9,6 +9,7 @@ the same server behind Streamable HTTP (mcp_front/http_transport.py).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
@@ -38,11 +39,12 @@ from mcp_front.call_stats import CallStats
 from mcp_front.catalogue import TOOLS, Catalogue, Tool, tools_markdown
 from mcp_front.front_call import CallWorker, FrontCall
 from mcp_front.health import FRONT_VERSION
-from mcp_front.identity import Identity, caller_of, resolve_caller_identity, resolve_identity
-from mcp_front.knowledge_bases import in_knowledge_base, take_knowledge_base
+from mcp_front.identity import Identity, caller_of, resolve_caller_identity, resolve_identity, split_roles
+from mcp_front.knowledge_bases import take_knowledge_base
 from mcp_front.rate_limit import RateLimiter
 from mcp_front.resources import DocumentResources, WorkspaceSessions
 from mcp_front.results import error_result, tool_result
+from mcp_front.shared_kbs import answer, reached
 from mcp_front.startup import PROJECT_ROOT, check_http_exposure, checked_settings
 from mcp_front.supervisor import WorkerSupervisor, front_rss_mb
 from mcp_front.wire import answer_unreadable_lines
@@ -120,9 +122,9 @@ class FrontApp:
                 filled = self.catalogue.validate(tool, arguments)
                 if tool.rate_limited:
                     self.rate_limiter.check(identity.workspace)  # the caller's, whichever knowledge base
-                identity = in_knowledge_base(identity, knowledge_base, self.settings.default_workspace)
-                with self.call_stats.timing(identity.workspace, tool.name, filled) as timing:
-                    result = timing.result = await self._serve(ctx, tool, identity, arguments, filled, cid, knowledge_base)
+                target = reached(self.settings, identity, tool, knowledge_base)
+                with self.call_stats.timing(target.workspace, tool.name, filled) as timing:
+                    result = timing.result = await self._answer(ctx, tool, identity, arguments, filled, cid, knowledge_base)
                 return tool_result(result, tool.render(result))
             except RagError as exc:
                 log.info("%s failed: %s", params.name, exc)
@@ -148,8 +150,32 @@ class FrontApp:
                 ctx.meta,
                 self.settings.default_workspace,
                 self.settings.http_same_users,
+                caller.roles,
+                caller.email,
             )
-        return resolve_identity(ctx.params, ctx.meta, self.settings.user_id, self.settings.default_workspace)
+        identity = resolve_identity(ctx.params, ctx.meta, self.settings.user_id, self.settings.default_workspace)
+        if identity.source not in ("env", "default"):
+            return identity  # a user the client names: the environment's role and e-mail are not theirs
+        return dataclasses.replace(
+            identity, roles=split_roles(self.settings.user_role), email=self.settings.user_email or None
+        )
+
+    async def _answer(
+        self,
+        ctx: ServerRequestContext[Any],
+        tool: Tool,
+        identity: Identity,
+        arguments: dict[str, Any],
+        filled: dict[str, Any],
+        cid: str,
+        knowledge_base: str | None,
+    ) -> dict[str, Any]:
+        """Serve the call in the knowledge base it names (`mcp_front.shared_kbs.answer`)."""
+
+        async def serve(who: Identity, args: dict[str, Any], kb: str | None) -> dict[str, Any]:
+            return await self._serve(ctx, tool, who, args, filled, cid, kb)
+
+        return await answer(self.settings, tool, identity, knowledge_base, arguments, serve)
 
     async def _serve(
         self,

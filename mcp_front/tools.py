@@ -63,6 +63,7 @@ class Tool:
     front_handler: FrontHandler | None = None  # the front answers the tool itself (no worker call needed)
     rate_limited: bool = True
     scoped: bool = True  # works in one knowledge base: takes the optional `workspace` argument
+    searches_shared: bool = False  # a question: without `workspace` it also searches shared knowledge bases
 
     @property
     def read_only(self) -> bool:
@@ -140,6 +141,7 @@ TOOLS: tuple[Tool, ...] = (
         idempotent=True,
         field_errors=(("mode", ErrorCode.INVALID_QUERY_MODE),),
         render=render_query,
+        searches_shared=True,
     ),
     Tool(
         name="lightrag_stream_query",
@@ -149,6 +151,7 @@ TOOLS: tuple[Tool, ...] = (
         idempotent=True,
         field_errors=(("mode", ErrorCode.INVALID_QUERY_MODE),),
         render=render_query,
+        searches_shared=True,
         # The model reads the same result as lightrag_query's; only a client's progress display differs.
         in_default=False,
     ),
@@ -160,6 +163,7 @@ TOOLS: tuple[Tool, ...] = (
         idempotent=True,
         aliases=("lightrag_search_code",),
         render=render_query,
+        searches_shared=True,
         in_default=False,  # the simple form of lightrag_query: the librechat profile lists it
     ),
     Tool(

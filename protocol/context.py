@@ -10,6 +10,7 @@ from the owner's workspace name alone.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,29 @@ KNOWLEDGE_BASE_INFIX = "__kb_"
 MAX_KNOWLEDGE_BASE_NAME = 40
 #: What a caller calls its default knowledge base (the one a call without `workspace` uses).
 DEFAULT_KNOWLEDGE_BASE = "default"
+#: Names a model or a template may write for "no value" or "every knowledge base": a knowledge
+#: base of that name would quietly hold what the caller meant to put elsewhere.
+RESERVED_NAMES = ("all", "any", "none", "null", "nil", "undefined", "global", "shared")
+_NAME = re.compile(r"[A-Za-z0-9_-]*")
+_PATH_LIKE = re.compile(r"[/\\.:~]")
+_SHOWN = 60  # how much of a refused name a message quotes
+
+
+def name_problem(value: Any) -> str | None:
+    """Which rule a knowledge base name breaks and what is allowed, or None for a good name."""
+    if not isinstance(value, str):
+        return f"must be a knowledge base name (a string), not {type(value).__name__}"
+    shown = repr(value[:_SHOWN] + ("…" if len(value) > _SHOWN else ""))
+    if _PATH_LIKE.search(value):
+        return f"{shown} looks like a path; a knowledge base name has no /, \\, ., : or ~"
+    if len(value) > MAX_KNOWLEDGE_BASE_NAME:
+        return f"is {len(value)} characters long; a knowledge base name has at most {MAX_KNOWLEDGE_BASE_NAME}"
+    if not _NAME.fullmatch(value):
+        bad = next(ch for ch in value if not _NAME.fullmatch(ch))
+        return f"{shown} contains {bad!r}; a knowledge base name uses only letters, digits, _ and -"
+    if value.lower() in RESERVED_NAMES:
+        return f"{value!r} is a reserved name ({', '.join(RESERVED_NAMES)}); choose another"
+    return None
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from rag_worker.context import RequestContext, WorkerRuntime
 from rag_worker.operations.audit import record_call
 from rag_worker.storage.errors import with_storage_errors
 from rag_worker.storage.knowledge_bases import check_knowledge_base, record_knowledge_base
+from rag_worker.storage.shared_readers import WRITING
 
 Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[Any]]
 
@@ -71,6 +72,7 @@ async def dispatch(state: WorkerRuntime, handlers: Mapping[str, Handler], reques
             settings.data_dir, context.call, creates=spec.mutates, max_count=settings.max_knowledge_bases
         )
     )
+    WRITING.set(spec.mutates)  # a reading call may read a shared knowledge base without holding it
     record_knowledge_base(settings.data_dir, context.call)
     arguments = request.params.get("arguments")
     if not isinstance(arguments, dict):

@@ -48,6 +48,7 @@ from rag_worker.storage.locks import (
 )
 from rag_worker.storage.placement import StoragePlacement
 from rag_worker.storage.removal import finish_interrupted_deletes
+from rag_worker.storage.shared_readers import WRITING, SharedReaders, is_shared, never_saves
 from rag_worker.storage.workspace import Workspace, indexing_share
 
 __all__ = ["DataDirUnwritable", "EngineRegistry", "Spawn", "describe_holder"]
@@ -62,6 +63,8 @@ CLOSE_TIMEOUT_S = 10.0
 LONGEST_SWEEP_S = 15.0  # the sweep also checks the PostgreSQL lock connection this often
 WANTED_POLL_S = 1.0  # how often an open workspace is checked for another process waiting for it
 UNUSED_POLL_S = 0.5
+SHARED_WRITER_IDLE_S = 2.0  # a shared knowledge base's writer lets go this soon after its last work...
+SHARED_LOCK_WAIT_S = 30.0  # ...and its next writer, in another process, waits this long: writes queue, not fail
 
 
 class DataDirUnwritable(Exception):
@@ -96,6 +99,7 @@ class EngineRegistry:
         self._components: Any = None
         self._advisory = AdvisoryLocks(self._advisory_lost)
         self.placement = StoragePlacement(settings)
+        self._readers = SharedReaders(self._root, self._open_read_only, spawn)
 
     def check_data_dir(self) -> None:
         """Fail start-up (not a later call) when the data directory is not writable."""
@@ -130,6 +134,8 @@ class EngineRegistry:
         if entry is not None:
             entry.lease_to_current_task()
             return entry
+        if is_shared(workspace) and not WRITING.get():
+            return await self._read_shared(workspace)
         entry = await self._open_once(workspace)
         if len(self._open) > self._max_open:
             self._spawn(self._keep_bound)  # closing another workspace is not this call's wait
@@ -140,6 +146,7 @@ class EngineRegistry:
         async with self._gates[workspace]:
             entry = self._open.get(workspace)
             if entry is None:
+                self._readers.retire(workspace)  # a write: this process's read-only copy gives way to the writer
                 entry = await self._open_workspace(workspace)
                 await self._finish_interrupted_deletes(entry)
                 await recover(entry)
@@ -148,6 +155,31 @@ class EngineRegistry:
                 await self._resume_unfinished(entry)
             entry.lease_to_current_task()
             return entry
+
+    async def _read_shared(self, workspace: str) -> Workspace:
+        """A shared workspace for a reading call: the writer's instance when this process holds it,
+        else a read-only one that takes no lock (`rag_worker.storage.shared_readers`)."""
+        entry = self._readers.current(workspace)
+        if entry is not None:
+            return entry
+        async with self._gates[workspace]:
+            writer = self._open.get(workspace)
+            if writer is not None:
+                writer.lease_to_current_task()
+                return writer
+            return await self._readers.fresh(workspace)
+
+    async def _open_read_only(self, workspace: str) -> Workspace:
+        """A LightRAG instance of `workspace` without its locks, for reading only (never committed)."""
+        directory = self.workspace_dir(workspace)
+        storages, fallback = self.placement.for_workspace(directory)
+        async with self._constructing:
+            components = await self._components_for(workspace)
+            rag, catalog = await self._construct(workspace, storages, components)
+        never_saves(rag)
+        unlocked = WorkspaceLocks(workspace, FileLock(-1))  # holds nothing: a reader never writes
+        deletes, intake = DeleteJournal(directory), IntakeQueue(directory)
+        return Workspace(workspace, rag, catalog, unlocked, components, deletes, intake, storages, fallback)
 
     async def _wait_for_closing(self, workspace: str) -> None:
         closing = self._closing.get(workspace)
@@ -164,7 +196,8 @@ class EngineRegistry:
 
     async def _open_workspace(self, workspace: str) -> Workspace:
         directory = self.workspace_dir(workspace)
-        locks = WorkspaceLocks(workspace, await FileLock.acquire(directory, lock_wait(self._settings)))
+        wait = SHARED_LOCK_WAIT_S if is_shared(workspace) else lock_wait(self._settings)
+        locks = WorkspaceLocks(workspace, await FileLock.acquire(directory, wait))
         try:
             storages, fallback = self.placement.for_workspace(directory)
             if uses_postgres(storages):
@@ -314,9 +347,14 @@ class EngineRegistry:
                 next_sweep = time.monotonic() + interval
 
     async def release_wanted(self) -> None:
-        """Let go of the idle workspaces another process is waiting for (it serves the call instead)."""
-        for entry in [entry for entry in self._open.values() if entry.locks.wanted(entry.last_used)]:
-            await self._close_if_idle(entry, "wanted by another process")
+        """Let go of the idle workspaces another process is waiting for (it serves the call instead),
+        and of shared knowledge bases idle SHARED_WRITER_IDLE_S (their next writer may be another process)."""
+        shared_since = time.monotonic() - SHARED_WRITER_IDLE_S
+        for entry in list(self._open.values()):
+            if entry.locks.wanted(entry.last_used):
+                await self._close_if_idle(entry, "wanted by another process")
+            elif is_shared(entry.name) and entry.last_used <= shared_since:
+                await self._close_if_idle(entry, "shared knowledge base: its next writer may be another process")
 
     async def sweep(self) -> None:
         """Close the workspaces idle for LIGHTRAG_MCP_WORKSPACE_IDLE_SECONDS; keep the bound."""
@@ -324,6 +362,7 @@ class EngineRegistry:
             idle_since = time.monotonic() - self._idle_seconds
             for entry in [entry for entry in self._open.values() if entry.last_used <= idle_since]:
                 await self._close_if_idle(entry, "idle")
+            self._readers.close_idle(self._idle_seconds)
         await self._keep_bound()
         await self._advisory.check()
 
@@ -404,6 +443,7 @@ class EngineRegistry:
     async def close_all(self) -> None:
         """Shutdown: close every workspace, in use or not, and end the sweep."""
         self._stopped.set()
+        self._readers.close_all()
         while self._open:
             _, entry = self._open.popitem()
             await self._close(entry)

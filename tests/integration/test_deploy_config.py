@@ -100,7 +100,12 @@ class Deployment:
     def headers(self, user: str) -> dict[str, str]:
         """librechat.yaml's headers as LibreChat sends them for `user`."""
         return {
-            name: interpolate(value.replace("{{LIBRECHAT_USER_ID}}", user), self.variables)
+            name: interpolate(
+                value.replace("{{LIBRECHAT_USER_ID}}", user)
+                .replace("{{LIBRECHAT_USER_ROLE}}", "USER")
+                .replace("{{LIBRECHAT_USER_EMAIL}}", f"{user}@example.org"),
+                self.variables,
+            )
             for name, value in LIBRECHAT["headers"].items()
         }
 

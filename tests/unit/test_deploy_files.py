@@ -133,6 +133,22 @@ def test_the_user_header_is_the_one_the_server_reads_and_holds_librechats_placeh
     assert headers[effective("LIGHTRAG_MCP_HTTP_USER_HEADER").lower()] == "{{LIBRECHAT_USER_ID}}"
 
 
+@pytest.mark.parametrize(
+    ("variable", "placeholder"),
+    [("LIGHTRAG_MCP_HTTP_ROLE_HEADER", "{{LIBRECHAT_USER_ROLE}}"), ("LIGHTRAG_MCP_HTTP_EMAIL_HEADER", "{{LIBRECHAT_USER_EMAIL}}")],
+)
+def test_the_role_and_email_headers_are_the_ones_the_server_reads(variable: str, placeholder: str) -> None:
+    headers = {name.lower(): value for name, value in librechat_server()["headers"].items()}
+    assert headers[effective(variable).lower()] == placeholder
+
+
+def test_the_deployments_example_shared_knowledge_bases_are_a_valid_setting() -> None:
+    lines = (DEPLOY / ".env.example").read_text().splitlines()
+    raw = next(line.split("=", 1)[1] for line in lines if line.startswith("LIGHTRAG_MCP_SHARED_KBS="))
+    raw = raw[1:-1] if raw[:1] == raw[-1:] == "'" else raw  # compose's single-quoted literal
+    assert setting("LIGHTRAG_MCP_SHARED_KBS").parse("LIGHTRAG_MCP_SHARED_KBS", raw).lookup("handbook") is not None
+
+
 def test_librechat_sends_the_gateway_token_whose_hash_the_server_holds() -> None:
     headers = librechat_server()["headers"]
     token = re.fullmatch(r"Bearer \$\{([A-Z0-9_]+)\}", headers["Authorization"])

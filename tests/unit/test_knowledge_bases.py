@@ -13,14 +13,13 @@ from mcp_front.catalogue import PROFILES, TOOLS, Catalogue
 from mcp_front.identity import Identity, workspace_for
 from mcp_front.knowledge_bases import (
     LIST_TOOL,
-    RESERVED_NAMES,
     WORKSPACE_PROPERTY,
     in_knowledge_base,
     knowledge_base_name,
     take_knowledge_base,
 )
 from protocol import ErrorCode, RagError
-from protocol.context import KNOWLEDGE_BASE_INFIX, MAX_KNOWLEDGE_BASE_NAME, CallContext
+from protocol.context import KNOWLEDGE_BASE_INFIX, MAX_KNOWLEDGE_BASE_NAME, RESERVED_NAMES, CallContext
 from rag_worker.handlers.knowledge_bases import _message
 from rag_worker.storage import knowledge_bases as stored
 from rag_worker.storage.knowledge_bases import (
