@@ -166,11 +166,12 @@ async def main_async(options: argparse.Namespace) -> None:
     handbook, own, new = docs[: options.handbook], docs[options.handbook : -1], docs[-1]
     print(f"machine: {json.dumps(machine_info())}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-shared-") as tmp:
-        for mode in ("shared", "private"):
+        for mode in [mode for mode in ("shared", "private") if mode in options.only]:
             row = await team(Path(tmp) / mode, mode, options.users, handbook, own, options.questions)
             print(json.dumps({"users": options.users, "handbook_documents": options.handbook, **row}), flush=True)
-        row = await freshness(Path(tmp) / "fresh", options.readers, handbook, new)
-        print(json.dumps({"freshness": row, "floor": "CHECK_S 1.0 s + reload"}), flush=True)
+        if "freshness" in options.only:
+            row = await freshness(Path(tmp) / "fresh", options.readers, handbook, new)
+            print(json.dumps({"freshness": row, "floor": "CHECK_S 1.0 s + reload"}), flush=True)
 
 
 def main() -> int:
@@ -179,7 +180,10 @@ def main() -> int:
     parser.add_argument("--handbook", type=int, default=5, help="handbook documents")
     parser.add_argument("--questions", type=int, default=3, help="questions per user")
     parser.add_argument("--readers", type=int, default=3, help="reader processes in the freshness run")
-    anyio.run(main_async, parser.parse_args())
+    parser.add_argument("--only", default="shared,private,freshness", help="comma list of parts to run")
+    options = parser.parse_args()
+    options.only = set(options.only.split(","))
+    anyio.run(main_async, options)
     return 0
 
 
