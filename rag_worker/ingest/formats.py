@@ -181,7 +181,7 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime=f"{_OOXML}.wordprocessingml.document",
             noun="a Word document (DOCX)",
-            family="Office or OpenDocument",
+            family="Office/OpenDocument",
             extract=_bytes_only(extract_docx),
         ),
         FormatSpec(
@@ -194,7 +194,7 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime=f"{_OOXML}.presentationml.presentation",
             noun="a PowerPoint presentation (PPTX)",
-            family="Office or OpenDocument",
+            family="Office/OpenDocument",
             extract=_bytes_only(extract_pptx),
         ),
         FormatSpec(
@@ -206,7 +206,7 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime=f"{_OOXML}.spreadsheetml.sheet",
             noun="an Excel workbook (XLSX)",
-            family="Office or OpenDocument",
+            family="Office/OpenDocument",
             extract=_bytes_only(extract_xlsx),
         ),
         FormatSpec(
@@ -266,7 +266,7 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime=f"{_ODF}.text",
             noun="an OpenDocument text (ODT)",
-            family="Office or OpenDocument",
+            family="Office/OpenDocument",
             extract=_bytes_only(extract_odt),
         ),
         FormatSpec(
@@ -278,7 +278,7 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime=f"{_ODF}.spreadsheet",
             noun="an OpenDocument spreadsheet (ODS)",
-            family="Office or OpenDocument",
+            family="Office/OpenDocument",
             extract=_bytes_only(extract_ods),
         ),
         FormatSpec(
@@ -290,7 +290,7 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime=f"{_ODF}.presentation",
             noun="an OpenDocument presentation (ODP)",
-            family="Office or OpenDocument",
+            family="Office/OpenDocument",
             extract=_bytes_only(extract_odp),
         ),
         FormatSpec(
@@ -351,7 +351,7 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             is_text=False,
             canonical_mime="application/zip",
             noun="a ZIP archive",
-            family="ZIP of documents",
+            family="ZIP",
             extract=extract_zip,
             walked=False,  # a folder's archives are usually data or backups of what the walk reads anyway
         ),

@@ -175,7 +175,7 @@ class EngineRegistry:
         storages, fallback = self.placement.for_workspace(directory)
         async with self._constructing:
             components = await self._components_for(workspace)
-            rag, catalog = await self._construct(workspace, storages, components)
+            rag, catalog = await self._construct(workspace, storages, components, read_only=True)
         never_saves(rag)
         unlocked = WorkspaceLocks(workspace, FileLock(-1))  # holds nothing: a reader never writes
         deletes, intake = DeleteJournal(directory), IntakeQueue(directory)
@@ -215,13 +215,15 @@ class EngineRegistry:
         deletes, intake = DeleteJournal(directory), IntakeQueue(directory)
         return Workspace(workspace, rag, catalog, locks, components, deletes, intake, storages, fallback)
 
-    async def _construct(self, workspace: str, storages: Any, components: dict[str, Any]) -> tuple[Any, DocumentCatalog]:
+    async def _construct(
+        self, workspace: str, storages: Any, components: dict[str, Any], read_only: bool = False
+    ) -> tuple[Any, DocumentCatalog]:
         # Server storage clients may set up synchronously (Milvus: seconds): say so first.
         announce = self._announce_blocking if not storages.is_local else None
         if announce is not None:
             await announce(OPEN_LEASE_S, f"opening a knowledge base on {storages.describe()}")
         try:
-            rag = await new_lightrag(self._root, workspace, components, **storages.as_kwargs())
+            rag = await new_lightrag(self._root, workspace, components, read_only, **storages.as_kwargs())
             catalog = DocumentCatalog(rag)
             await catalog.initialize()
         finally:

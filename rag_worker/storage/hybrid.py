@@ -75,9 +75,12 @@ class LexicalState:
         self.index.close()
 
 
-def attach_lexical_index(rag: Any, directory: Path) -> LexicalState:
-    """Keep a lexical index for `rag` in `directory` and fuse it into its searches (`rag.lexical`)."""
-    state = LexicalState(Fts5LexicalIndex(directory / FILE_NAME))
+def attach_lexical_index(rag: Any, directory: Path, read_only: bool = False) -> LexicalState:
+    """Keep a lexical index for `rag` in `directory` and fuse it into its searches (`rag.lexical`).
+
+    `read_only` (a reader of a shared knowledge base another process writes): searched, never
+    built or written; the writer's index is fresh at every search."""
+    state = LexicalState(Fts5LexicalIndex(directory / FILE_NAME, read_only=read_only))
     _mirror(rag.chunks_vdb, "passage", state)
     _mirror(rag.entities_vdb, "entity", state)
     _mirror(rag.relationships_vdb, "relation", state)
@@ -86,7 +89,8 @@ def attach_lexical_index(rag: Any, directory: Path) -> LexicalState:
     _fuse(rag.relationships_vdb, "relation", state.index, _relation_rows)
     for method in ("aquery_data", "aquery_llm"):
         setattr(rag, method, _asking(getattr(rag, method)))
-    state.building = asyncio.create_task(_catch_up(rag, state))
+    if not read_only:
+        state.building = asyncio.create_task(_catch_up(rag, state))
     rag.lexical = state
     return state
 

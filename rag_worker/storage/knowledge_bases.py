@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from config.backends import LOCAL
+from config.shared_kbs import SHARED_WORKSPACE_PREFIX
 from config.storages import StorageSet
 from protocol import ErrorCode, RagError
 from protocol.context import DEFAULT_KNOWLEDGE_BASE, KNOWLEDGE_BASE_INFIX, CallContext
@@ -52,8 +53,11 @@ def check_knowledge_base(data_dir: str, call: CallContext, *, creates: bool, max
     writes (then it is created, up to `max_count` per user; 0 = no bound).
 
     Before this, any name opened (and so created) a workspace, even on a listing or a question: 300
-    random names made 300 directories.  Blocking I/O: run it in a thread."""
-    if call.knowledge_base is None or (Path(data_dir) / call.workspace).is_dir():
+    random names made 300 directories.  A shared knowledge base exists by configuration (the front
+    checked the right), written to or not.  Blocking I/O: run it in a thread."""
+    if call.knowledge_base is None or call.workspace.startswith(SHARED_WORKSPACE_PREFIX):
+        return
+    if (Path(data_dir) / call.workspace).is_dir():
         return
     owner = call.workspace.partition(KNOWLEDGE_BASE_INFIX)[0]
     existing = nested_workspaces(data_dir, owner)

@@ -138,8 +138,11 @@ def _unique(items: Iterable[str]) -> list[str]:
 
 
 _TOKENIZER = "unicode61 remove_diacritics 2"
+BUSY_TIMEOUT_MS = 5000  # a reader in another process and the writer wait for each other's commit
+# A rollback journal, not WAL: readers in other processes (shared knowledge bases) open the file
+# read-only, which a WAL database allows only while its -shm file exists.
 _SCHEMA = [
-    "PRAGMA journal_mode=WAL",
+    "PRAGMA journal_mode=DELETE",
     "PRAGMA synchronous=NORMAL",
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)",
     """CREATE TABLE IF NOT EXISTS entries(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, key TEXT NOT NULL,
@@ -155,10 +158,15 @@ _SCHEMA = [
 class Fts5LexicalIndex:
     """`LexicalIndex` in an SQLite FTS5 file (stdlib sqlite3; each call commits)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
+        """`read_only`: open the file for reading only (an index nobody has built yet is empty)."""
         self.path = path
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        for statement in _SCHEMA:
+        if read_only and path.exists():
+            self._db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
+            self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            return
+        self._db = sqlite3.connect(":memory:" if read_only else path, check_same_thread=False, isolation_level=None)
+        for statement in [f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}", *_SCHEMA]:
             self._db.execute(statement)
 
     def add(self, entries: Sequence[Entry]) -> None:

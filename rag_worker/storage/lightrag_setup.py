@@ -118,10 +118,13 @@ def lightrag_kwargs(components: dict[str, Any]) -> dict[str, Any]:
 
 
 async def new_lightrag(
-    working_dir: Path | str, workspace: str, components: dict[str, Any], **overrides: Any
+    working_dir: Path | str, workspace: str, components: dict[str, Any], read_only: bool = False, **overrides: Any
 ) -> Any:
     """An initialized LightRAG instance built the one way this project builds them
-    (the worker, the benchmarks' direct floor and the profiling script all use it)."""
+    (the worker, the benchmarks' direct floor and the profiling script all use it).
+
+    `read_only`: a reader of a shared knowledge base another process writes; its lexical index
+    is opened for reading only (never built, never written)."""
     from lightrag import LightRAG  # deferred: importing LightRAG takes about a second (import_lightrag)
 
     rag = LightRAG(
@@ -138,7 +141,7 @@ async def new_lightrag(
     embed_outside_locks(rag)  # a question must not wait for indexing's embeddings (vector_flush)
     add_named_chunks(rag)  # the passages of the entities a question names verbatim (exact_match)
     # A full-text index beside the vectors, fused with every vector search (hybrid).
-    attach_lexical_index(rag, Path(working_dir) / workspace if workspace else Path(working_dir))
+    attach_lexical_index(rag, Path(working_dir) / workspace if workspace else Path(working_dir), read_only)
     report_chunk_scores(rag.chunks_vdb)  # a question's sources reuse LightRAG's chunk scores (query_cache)
     rag._query_done = _query_done_best_effort(rag)
     return rag
