@@ -33,6 +33,7 @@ from protocol import ErrorCode, RagError
 from rag_worker.bindings import build_components
 from rag_worker.embedded.models import default_threads
 from rag_worker.storage.catalog import DocumentCatalog
+from rag_worker.storage.embedded_engine import EmbeddedEngine
 from rag_worker.storage.intake import IntakeQueue, hand_over, recover
 from rag_worker.storage.journals import DeleteJournal
 from rag_worker.storage.lightrag_setup import new_lightrag
@@ -94,6 +95,7 @@ class EngineRegistry:
         self._components: Any = None
         self._advisory = AdvisoryLocks(self._advisory_lost)
         self.placement = StoragePlacement(settings)
+        self.embedded = EmbeddedEngine(self._root)  # started by the first knowledge base placed in it
 
     def check_data_dir(self) -> None:
         """Fail start-up (not a later call) when the data directory is not writable."""
@@ -127,6 +129,8 @@ class EngineRegistry:
         entry = self._open.get(workspace)
         if entry is not None:
             entry.lease_to_current_task()
+            if entry.storages.embedded and not self.embedded.alive():
+                await self.embedded.ensure_running()  # it died: restarted (its pool reconnects)
             return entry
         entry = await self._open_once(workspace)
         if len(self._open) > self._max_open:
@@ -165,6 +169,8 @@ class EngineRegistry:
         locks = WorkspaceLocks(workspace, await FileLock.acquire(directory))
         try:
             storages, fallback = self.placement.for_workspace(directory)
+            if storages.embedded:
+                await self.embedded.ensure_running()
             if uses_postgres(storages):
                 await self._advisory.acquire(workspace)
                 locks.advisory = self._advisory
@@ -396,3 +402,4 @@ class EngineRegistry:
             _, entry = self._open.popitem()
             await self._close(entry)
         await self._advisory.close()
+        await self.embedded.release()  # the last process of this data directory stops the engine
