@@ -223,7 +223,8 @@ def stop_engine(data_dir: Path) -> bool:
         return False
     command = [str(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION] / "pg_ctl"), "-w", "-D", str(data_dir), "-m", "fast", "stop"]
     try:
-        subprocess.run(command, check=True, capture_output=True, timeout=30, **_as_owner(data_dir))
+        # cwd: pg_ctl (as the data directory's owner) must be able to enter the current directory.
+        subprocess.run(command, check=True, capture_output=True, timeout=30, cwd=data_dir, **_as_owner(data_dir))
     except (subprocess.SubprocessError, OSError) as exc:
         log.warning("stopping the embedded engine failed (%s); it is killed", exc)
         with contextlib.suppress(OSError):
