@@ -6,7 +6,7 @@ so later configuration changes cannot silently split or hide it:
 
 * with no LIGHTRAG_*_STORAGE set, LIGHTRAG_MCP_DEFAULT_STORAGE only chooses where NEW
   knowledge bases go (the embedded engine or the local files): one already on the local files
-  or in the engine keeps opening there (`python -m rag_worker.migrate` moves one);
+  or in the engine keeps opening there (`python -m rag_worker.storage.migration WORKSPACE` moves one);
 * explicitly configured storages that differ from the recorded ones → CONFIGURATION_ERROR
   naming both (the data is still where it was; nothing is mixed);
 * with LIGHTRAG_MCP_STORAGE_FALLBACK on and a storage server unreachable at worker
