@@ -195,11 +195,31 @@ class EmbeddedEngine:
         )
         os.environ.setdefault("POSTGRES_MAX_CONNECTIONS", POOL_SIZE)
 
+    async def document_count(self, workspace: str) -> int | None:
+        """Documents of a closed knowledge base in the engine (one query; None when it does not answer)."""
+        import asyncpg
+
+        if self._info is None:
+            return None
+        try:
+            connection = await asyncpg.connect(host=str(self._info.socket_dir), user=USER, database=DATABASE, timeout=5)
+            try:
+                count = await connection.fetchval("SELECT count(*) FROM lightrag_doc_status WHERE workspace = $1", workspace)
+            finally:
+                await connection.close()
+        except (OSError, asyncpg.PostgresError) as exc:
+            log.warning("counting a closed knowledge base's documents in the engine failed: %s", type(exc).__name__)
+            return None
+        return int(count)
+
     async def release(self) -> bool:
-        """This process stops using the engine; the last user stops it.  True when it was stopped."""
-        if self._users_fd is None:
-            return False
-        return await anyio.to_thread.run_sync(self._release_blocking)
+        """This process stops using the engine; the last user stops it.  True when it was stopped.
+
+        A start under way finishes first (it cannot be cut short), so it leaves no engine behind."""
+        async with self._starting:
+            if self._users_fd is None:
+                return False
+            return await anyio.to_thread.run_sync(self._release_blocking)
 
     def _release_blocking(self) -> bool:
         assert self._users_fd is not None

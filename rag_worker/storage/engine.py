@@ -104,6 +104,15 @@ class EngineRegistry:
             log.error("the data directory is not writable: %s", reason)
             raise DataDirUnwritable(reason)
 
+    async def start_engine_early(self) -> None:
+        """When new knowledge bases go to the embedded engine, start it now, in the background
+        (a first start runs initdb: seconds); a failure here is the first call's STORAGE_ERROR."""
+        if self.placement.configured.embedded:
+            try:
+                await self.embedded.ensure_running()
+            except RagError as exc:
+                log.warning("the embedded engine did not start at worker start-up: %s", exc.message)
+
     def open_workspaces(self) -> list[str]:
         return list(self._open)
 
