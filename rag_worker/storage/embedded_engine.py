@@ -42,6 +42,7 @@ import shutil
 import subprocess
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,14 @@ PORT = 5432
 SERVER_SETTINGS = {"max_connections": "600", "listen_addresses": "''"}
 #: Each process's pool (LightRAG's default is 50 connections per process).
 POOL_SIZE = "8"
+#: LightRAG's retry of a lost connection while the engine restarts (~1-6 s): attempts, backoff.
+RETRY_ACROSS_RESTART = {
+    "POSTGRES_CONNECTION_RETRIES": "8",
+    "POSTGRES_CONNECTION_RETRY_BACKOFF": "0.5",
+    "POSTGRES_CONNECTION_RETRY_BACKOFF_MAX": "2",
+    "POSTGRES_POOL_CLOSE_TIMEOUT": "2",
+}
+WATCH_INTERVAL_S = 1.0
 START_ATTEMPTS = 3
 START_RETRY_S = 1.0
 _CONF_MARK = "# lightrag-mcp embedded engine"
@@ -123,6 +132,7 @@ class EmbeddedEngine:
             return self._info
         async with self._starting:
             if self._info is None or not self.alive():
+                restarting = self._info is not None
                 try:
                     self._info = await anyio.to_thread.run_sync(self._start_blocking)
                 except RagError:
@@ -131,6 +141,8 @@ class EmbeddedEngine:
                     log.exception("the embedded database engine could not start in %s", self.data_dir)
                     raise _start_failed(exc) from exc
                 self._export_connection(self._info)
+                if restarting:
+                    _drop_lightrag_pool()
                 log.info("embedded engine up: pid %d, %s, socket in %s", self._info.pid, self._info.version, self._info.socket_dir)
         return self._info
 
@@ -194,6 +206,21 @@ class EmbeddedEngine:
             POSTGRES_DATABASE=DATABASE,
         )
         os.environ.setdefault("POSTGRES_MAX_CONNECTIONS", POOL_SIZE)
+        # A killed engine is back within seconds (`watch`): LightRAG's client retries across that
+        # instead of failing the documents it is merging, and drops a broken pool quickly.
+        os.environ.update(RETRY_ACROSS_RESTART)
+
+    async def watch(self, in_use: Callable[[], bool]) -> None:
+        """Background: restart the engine as soon as it dies while knowledge bases in it are open
+        (not only when the next call comes), so LightRAG's retries reconnect to it."""
+        while True:
+            await anyio.sleep(WATCH_INTERVAL_S)
+            if self._info is not None and in_use() and not self.alive():
+                log.warning("the embedded engine (pid %d) died; restarting it", self._info.pid)
+                try:
+                    await self.ensure_running()
+                except RagError as exc:
+                    log.error("restarting the embedded engine failed: %s", exc.message)
 
     async def document_count(self, workspace: str) -> int | None:
         """Documents of a closed knowledge base in the engine (one query; None when it does not answer)."""
@@ -232,6 +259,22 @@ class EmbeddedEngine:
                 return stop_engine(self.data_dir)
             finally:
                 os.close(fd)
+
+
+def _drop_lightrag_pool() -> None:
+    """After a restart, LightRAG's connection pool may hold connections wedged mid-operation by
+    the crash ("another operation is in progress"), which are never released: every later call
+    would wait for one forever.  Terminate that pool (its holders fail and let go); LightRAG
+    builds a new one on the next call."""
+    from lightrag.kg.postgres_impl import ClientManager
+
+    db = ClientManager._instances.get("db")
+    pool = getattr(db, "pool", None)
+    if db is None or pool is None:
+        return
+    db.pool = None
+    pool.terminate()
+    log.info("LightRAG's connections to the dead engine were dropped; the next call reconnects")
 
 
 def stop_engine(data_dir: Path) -> bool:

@@ -106,12 +106,14 @@ class EngineRegistry:
 
     async def start_engine_early(self) -> None:
         """When new knowledge bases go to the embedded engine, start it now, in the background
-        (a first start runs initdb: seconds); a failure here is the first call's STORAGE_ERROR."""
+        (a first start runs initdb: seconds; a failure is the first call's STORAGE_ERROR); then
+        watch it, restarting it when it dies while knowledge bases in it are open."""
         if self.placement.configured.embedded:
             try:
                 await self.embedded.ensure_running()
             except RagError as exc:
                 log.warning("the embedded engine did not start at worker start-up: %s", exc.message)
+        await self.embedded.watch(lambda: any(entry.storages.embedded for entry in self._open.values()))
 
     def open_workspaces(self) -> list[str]:
         return list(self._open)
@@ -180,7 +182,9 @@ class EngineRegistry:
             storages, fallback = self.placement.for_workspace(directory)
             if storages.embedded:
                 await self.embedded.ensure_running()
-            if uses_postgres(storages):
+            # The advisory lock keeps replicas sharing a server apart; the embedded engine is this
+            # data directory's own, whose file locks already do that (and it survives an engine restart).
+            if uses_postgres(storages) and not storages.embedded:
                 await self._advisory.acquire(workspace)
                 locks.advisory = self._advisory
             async with self._constructing:
