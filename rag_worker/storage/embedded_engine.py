@@ -34,6 +34,7 @@ Nothing here runs on the event loop: the blocking work is `anyio.to_thread`'s.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import logging
@@ -269,11 +270,13 @@ def _drop_lightrag_pool() -> None:
     from lightrag.kg.postgres_impl import ClientManager
 
     db = ClientManager._instances.get("db")
-    pool = getattr(db, "pool", None)
-    if db is None or pool is None:
+    if db is None:
         return
-    db.pool = None
-    pool.terminate()
+    pool, db.pool = getattr(db, "pool", None), None
+    # A reconnect stuck on the dead server may hold LightRAG's reconnect lock: calls must not queue behind it.
+    db._pool_reconnect_lock = asyncio.Lock()
+    if pool is not None:
+        pool.terminate()
     log.info("LightRAG's connections to the dead engine were dropped; the next call reconnects")
 
 
