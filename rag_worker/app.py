@@ -45,6 +45,7 @@ async def warm_up(runtime: WorkerRuntime, spawn: Spawn) -> None:
     runtime.batches = BatchRunner(Path(runtime.settings.data_dir), spawn, run_job)
     spawn(runtime.batches.resume_all)  # batches a previous worker left unfinished
     spawn(runtime.engines.sweep_forever)  # idle workspaces close, their locks go to whoever needs them
+    spawn(runtime.engines.start_engine_early)  # the first call does not wait for initdb
     # What start-up imported and built (LightRAG, numpy, the parsers: ~10^5 objects) lives as
     # long as the worker: out of every later collection, which a query's allocations trigger.
     gc.collect()

@@ -71,13 +71,13 @@ async def diagnose(count: int, timeout: float, probe: bool) -> dict[str, Any]:
             rtts.append(rtt * 1000)
         report.update(ping_figures(count, rtts))
         try:
-            report["status"] = await worker.endpoint.request(m.STATUS.name, {})
-            if probe:
+            if probe:  # first: opening the workspace starts the engine, which the status then shows
                 context = CallContext(workspace_for(None, settings.default_workspace), "ping-worker").to_wire()
                 health = await worker.endpoint.request(
                     m.HEALTH.name, {"context": context, "arguments": {"check_dependencies": True}}
                 )
                 report["probe"] = health.get("components", {})
+            report["status"] = await worker.endpoint.request(m.STATUS.name, {})
         except (RagError, WorkerGone) as exc:
             report["error"] = str(exc)
         report["healthy"] = len(rtts) == count and "error" not in report
@@ -102,7 +102,7 @@ def ping_figures(count: int, rtts: list[float]) -> dict[str, Any]:
 
 HEALTH_TOOL = "lightrag_health_check"
 HTTP_READY_TIMEOUT = 60.0
-STATUS_FIELDS = ("pid", "uptime_s", "rss_mb", "versions", "requests_served", "workspaces_open")
+STATUS_FIELDS = ("pid", "uptime_s", "rss_mb", "versions", "requests_served", "workspaces_open", "engine")
 
 
 async def diagnose_http(url: str, headers: dict[str, str], count: int, timeout: float, probe: bool) -> dict[str, Any]:
@@ -198,6 +198,13 @@ def print_human(report: dict[str, Any]) -> None:
             f"  uptime {status['uptime_s']:.1f} s, RSS {status['rss_mb']:.1f} MB, "
             f"{threads}workspaces open {status['workspaces_open']}\n"
         )
+    engine = (status or {}).get("engine")
+    if engine:
+        where = engine.get("data_dir")
+        if engine.get("up"):
+            out(f"  embedded engine: up, pid {engine['pid']}, {engine['version']}, {where}, uptime {engine['uptime_s']:.0f} s\n")
+        else:
+            out(f"  embedded engine: not running in this worker yet ({where}; --probe opens a knowledge base)\n")
     if "probe" in report:
         out(f"  probe: {orjson.dumps(report['probe']).decode()}\n")
 

@@ -237,10 +237,35 @@ def shorten_around(text: str, start: int, end: int, context: int = 40) -> str:
 
 
 # ------------------------------------------------------------------------------- semantic
+async def _with_similarity(rag: Any, query: str, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Hits with their cosine similarity as `distance` (NanoVectorDB's name for it).  LightRAG's
+    PostgreSQL entity query returns names only, ordered by distance: the similarity is computed
+    here from the stored vectors (one embedding of the query, one batched read)."""
+    if not hits or all("distance" in hit for hit in hits):
+        return hits
+    import numpy as np
+    from lightrag.utils import compute_mdhash_id  # deferred: LightRAG is imported once, off the loop
+
+    ids = [compute_mdhash_id(str(hit.get("entity_name") or ""), prefix="ent-") for hit in hits]
+    vectors = await rag.entities_vdb.get_vectors_by_ids(ids)
+    [asked] = await rag.embedding_func([query])
+    asked = np.asarray(asked, dtype=np.float32)
+    scored = []
+    for hit, vector_id in zip(hits, ids, strict=True):
+        stored = vectors.get(vector_id)
+        if stored is None:
+            continue
+        stored = np.asarray(stored, dtype=np.float32)
+        denominator = float(np.linalg.norm(asked) * np.linalg.norm(stored)) or 1.0
+        scored.append({**hit, "distance": float(np.dot(asked, stored)) / denominator})
+    return scored
+
+
 async def semantic_search(rag: Any, snapshot: GraphSnapshot, request: SearchRequest, wanted: int) -> SearchOutcome:
     """The entities whose vectors are nearest the query's (cosine similarity as the score)."""
     top_k = min(SEMANTIC_MAX_CANDIDATES, wanted * (3 if request.entity_types else 1))
     hits = await rag.entities_vdb.query(request.query, top_k=top_k)
+    hits = await _with_similarity(rag, request.query, hits or [])
     matches: list[Match] = []
     seen: set[str] = set()
     for hit in hits or []:

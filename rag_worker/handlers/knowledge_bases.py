@@ -32,9 +32,12 @@ async def list_knowledge_bases(ctx: RequestContext, args: dict[str, Any]) -> dic
         frozenset(engines.open_workspaces()),
     )
     for row in rows:
-        opened = engines.opened(row.pop("workspace"))
+        workspace = row.pop("workspace")
+        opened = engines.opened(workspace)
         if opened is not None:  # fresher than its files, and the only count of one on a storage server
             row["documents"] = await _document_count(opened)
+        elif row["documents"] is None and engines.embedded.alive():
+            row["documents"] = await engines.embedded.document_count(workspace)
     more = named - (len(rows) - 1)
     result: dict[str, Any] = {"knowledge_bases": rows, "message": _message(rows, more)}
     if more:

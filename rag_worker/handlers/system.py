@@ -51,6 +51,8 @@ async def status(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         "threads_busy": stats.borrowed_tokens,
         "threads_limit": int(stats.total_tokens),
         "workspaces_open": state.workspaces_open(),
+        # The operator's view (ping_worker): with paths, unlike health's.
+        "engine": state.engines.embedded.describe(show_paths=True) if state.engines is not None else None,
     }
 
 
@@ -143,6 +145,8 @@ def _storage_state(state: Any, result: dict[str, Any]) -> None:
     storage: dict[str, Any] = {**storage_summary(placement.configured), "fallback_active": placement.fallback_active}
     if placement.unreachable:
         storage["unreachable_at_start"] = placement.unreachable
+    if placement.configured.embedded or state.engines.embedded.info is not None:
+        storage["engine"] = state.engines.embedded.describe()  # pid, version, up; no paths
     result["components"]["storage"] = storage
     if placement.fallback_active:
         result["status"] = "degraded"

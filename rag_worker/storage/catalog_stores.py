@@ -74,6 +74,10 @@ class PGCatalogStore:
                 {"workspace": self._workspace, "ids": list(doc_ids)},
             )
 
+    async def drop(self) -> None:
+        """Every record of this workspace (a migration starting over)."""
+        await self._db.execute(f"DELETE FROM {TABLE} WHERE workspace=$1", {"workspace": self._workspace})
+
     async def index_done_callback(self) -> None:
         """Every write above is committed at once."""
 

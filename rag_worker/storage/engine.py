@@ -33,6 +33,7 @@ from protocol import ErrorCode, RagError
 from rag_worker.bindings import build_components
 from rag_worker.embedded.models import default_threads
 from rag_worker.storage.catalog import DocumentCatalog
+from rag_worker.storage.embedded_engine import EmbeddedEngine
 from rag_worker.storage.intake import IntakeQueue, hand_over, recover
 from rag_worker.storage.journals import DeleteJournal
 from rag_worker.storage.lightrag_setup import new_lightrag
@@ -100,6 +101,7 @@ class EngineRegistry:
         self._advisory = AdvisoryLocks(self._advisory_lost)
         self.placement = StoragePlacement(settings)
         self._readers = SharedReaders(self._root, self._open_read_only, spawn)
+        self.embedded = EmbeddedEngine(self._root)  # started by the first knowledge base placed in it
 
     def check_data_dir(self) -> None:
         """Fail start-up (not a later call) when the data directory is not writable."""
@@ -107,6 +109,17 @@ class EngineRegistry:
         if reason is not None:
             log.error("the data directory is not writable: %s", reason)
             raise DataDirUnwritable(reason)
+
+    async def start_engine_early(self) -> None:
+        """When new knowledge bases go to the embedded engine, start it now, in the background
+        (a first start runs initdb: seconds; a failure is the first call's STORAGE_ERROR); then
+        watch it, restarting it when it dies while knowledge bases in it are open."""
+        if self.placement.configured.embedded:
+            try:
+                await self.embedded.ensure_running()
+            except RagError as exc:
+                log.warning("the embedded engine did not start at worker start-up: %s", exc.message)
+        await self.embedded.watch(lambda: any(entry.storages.embedded for entry in self._open.values()))
 
     def open_workspaces(self) -> list[str]:
         return list(self._open)
@@ -133,6 +146,8 @@ class EngineRegistry:
         entry = self._open.get(workspace)
         if entry is not None:
             entry.lease_to_current_task()
+            if entry.storages.embedded and not self.embedded.alive():
+                await self.embedded.ensure_running()  # it died: restarted (its pool reconnects)
             return entry
         if is_shared(workspace) and not WRITING.get():
             return await self._read_shared(workspace)
@@ -200,7 +215,11 @@ class EngineRegistry:
         locks = WorkspaceLocks(workspace, await FileLock.acquire(directory, wait))
         try:
             storages, fallback = self.placement.for_workspace(directory)
-            if uses_postgres(storages):
+            if storages.embedded:
+                await self.embedded.ensure_running()
+            # The advisory lock keeps replicas sharing a server apart; the embedded engine is this
+            # data directory's own, whose file locks already do that (and it survives an engine restart).
+            if uses_postgres(storages) and not storages.embedded:
                 await self._advisory.acquire(workspace)
                 locks.advisory = self._advisory
             async with self._constructing:
@@ -223,7 +242,7 @@ class EngineRegistry:
         if announce is not None:
             await announce(OPEN_LEASE_S, f"opening a knowledge base on {storages.describe()}")
         try:
-            rag = await new_lightrag(self._root, workspace, components, read_only, **storages.as_kwargs())
+            rag = await new_lightrag(self._root, workspace, components, read_only=read_only, **storages.as_kwargs())
             catalog = DocumentCatalog(rag)
             await catalog.initialize()
         finally:
@@ -450,3 +469,4 @@ class EngineRegistry:
             _, entry = self._open.popitem()
             await self._close(entry)
         await self._advisory.close()
+        await self.embedded.release()  # the last process of this data directory stops the engine

@@ -155,7 +155,10 @@ def local_document_count(directory: Path, configured: StorageSet) -> int | None:
     try:
         doc_status = json.loads((directory / STORAGE_MARKER).read_text())["storages"]["doc_status"]
     except FileNotFoundError:
-        doc_status = configured.doc_status  # never opened here: it will live where the configuration says
+        # Never opened here: it will live where the configuration says.  The embedded engine is this
+        # data directory's own, so a knowledge base never opened holds nothing there; one made
+        # before markers existed has local files, which placement keeps it on.
+        doc_status = LOCAL["doc_status"] if configured.embedded else configured.doc_status
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if doc_status != LOCAL["doc_status"]:

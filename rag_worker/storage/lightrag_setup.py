@@ -118,7 +118,7 @@ def lightrag_kwargs(components: dict[str, Any]) -> dict[str, Any]:
 
 
 async def new_lightrag(
-    working_dir: Path | str, workspace: str, components: dict[str, Any], read_only: bool = False, **overrides: Any
+    working_dir: Path | str, workspace: str, components: dict[str, Any], *, read_only: bool = False, **overrides: Any
 ) -> Any:
     """An initialized LightRAG instance built the one way this project builds them
     (the worker, the benchmarks' direct floor and the profiling script all use it).

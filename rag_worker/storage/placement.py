@@ -4,8 +4,11 @@ The configured storages (`config.storages`) hold every new knowledge base.  A
 marker in the workspace's local directory (`storage.json`) records where it was created,
 so later configuration changes cannot silently split or hide it:
 
-* configured storages differ from the recorded ones → CONFIGURATION_ERROR naming both
-  (the data is still where it was; nothing is mixed);
+* with no LIGHTRAG_*_STORAGE set, LIGHTRAG_MCP_DEFAULT_STORAGE only chooses where NEW
+  knowledge bases go (the embedded engine or the local files): one already on the local files
+  or in the engine keeps opening there (`python -m rag_worker.storage.migration WORKSPACE` moves one);
+* explicitly configured storages that differ from the recorded ones → CONFIGURATION_ERROR
+  naming both (the data is still where it was; nothing is mixed);
 * with LIGHTRAG_MCP_STORAGE_FALLBACK on and a storage server unreachable at worker
   start-up, NEW knowledge bases are created on local files (loud warning, health
   degraded) and stay there, marked as fallback; knowledge bases already on the server keep
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,7 @@ from config.storages import (
     probe_servers,
     resolve_storages,
     server_addresses,
+    storages_explicit,
 )
 from protocol import ErrorCode, RagError
 
@@ -41,6 +46,8 @@ class StoragePlacement:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self.configured = resolve_storages(settings)
+        # No LIGHTRAG_*_STORAGE: the default chooses for new knowledge bases only.
+        self.by_default = not storages_explicit(settings)
         self.fallback_active = False
         self.unreachable: list[str] = []
         self.addresses = server_addresses(self.configured, settings)
@@ -61,14 +68,18 @@ class StoragePlacement:
         marker = directory / MARKER
         if marker.exists():
             recorded = json.loads(marker.read_text())
-            storages = StorageSet(**recorded["storages"])
+            storages = StorageSet(**recorded["storages"], embedded=bool(recorded.get("embedded")))
             if storages == self.configured:
                 return storages, False
             if recorded.get("fallback"):
                 return storages, True  # created while the server was down: it stays local
+            if self.by_default and storages.needs_no_server:
+                return storages, False  # the default changed: it stays where it was made
             raise _split(storages, self.configured)
         if any((directory / name).exists() for name in LOCAL_EVIDENCE) and not self.configured.is_local:
-            raise _split(LOCAL_STORAGES, self.configured)  # made before markers existed, on local files
+            if self.by_default:
+                return LOCAL_STORAGES, False  # made before markers existed, on local files: it stays
+            raise _split(LOCAL_STORAGES, self.configured)
         if self.fallback_active and not self.configured.is_local:
             return LOCAL_STORAGES, True
         return self.configured, False
@@ -76,17 +87,24 @@ class StoragePlacement:
     def watched_addresses(self, workspace: str, engines: Any) -> list[ServerAddress]:
         """The servers a call in `workspace` depends on (none for a knowledge base on local files)."""
         opened = engines.opened(workspace) if engines is not None else None
-        if opened is not None and opened.storages.is_local:
-            return []
+        if opened is not None and opened.storages.needs_no_server:
+            return []  # the embedded engine is restarted by the next call that finds it down
         if opened is None and self.fallback_active:
             return []
         return self.addresses
 
     @staticmethod
-    def record(directory: Path, storages: StorageSet, fallback: bool) -> None:
+    def record(directory: Path, storages: StorageSet, fallback: bool, replace: bool = False) -> None:
+        """Write the marker (once; `replace` is the migration's switch, an atomic rename)."""
         marker = directory / MARKER
-        if not marker.exists():
-            marker.write_text(json.dumps({"storages": storages.as_dict(), "fallback": fallback}))
+        if marker.exists() and not replace:
+            return
+        fields: dict[str, Any] = {"storages": storages.as_dict(), "fallback": fallback}
+        if storages.embedded:
+            fields["embedded"] = True
+        written = marker.with_suffix(".json.new")
+        written.write_text(json.dumps(fields))
+        os.replace(written, marker)
 
 
 def _split(recorded: StorageSet, configured: StorageSet) -> RagError:

@@ -157,7 +157,8 @@ async def test_listing_filters_sorts_pages_and_counts(home: Path) -> None:
 
 async def test_cascade_delete_removes_only_what_the_document_alone_supported(home: Path) -> None:
     data_dir = home / "data"
-    async with running_server(home, WORKING_DIR=str(data_dir)) as client:
+    on_files = {"WORKING_DIR": str(data_dir), "LIGHTRAG_MCP_DEFAULT_STORAGE": "files"}  # it edits the JSON files
+    async with running_server(home, **on_files) as client:
         reactor = await insert(client, "reactor.txt", REACTOR)
         zebra = await insert(client, "zebra.txt", ZEBRA)
         before = await entities_for(client, "QUASAR-5521 reactor, Helena Vargas, Lisbon")
@@ -330,7 +331,8 @@ async def test_a_delete_cut_short_by_a_killed_worker_is_finished_when_the_worksp
     from rag_worker.storage.journals import DeleteJournal
 
     data_dir = home / "data"
-    async with running_server(home, WORKING_DIR=str(data_dir)) as client:
+    on_files = {"WORKING_DIR": str(data_dir), "LIGHTRAG_MCP_DEFAULT_STORAGE": "files"}  # it edits the JSON files
+    async with running_server(home, **on_files) as client:
         reactor = await insert(client, "reactor.txt", REACTOR)
         zebra = await insert(client, "zebra.txt", ZEBRA)
     workspace = data_dir / "default"
@@ -342,7 +344,7 @@ async def test_a_delete_cut_short_by_a_killed_worker_is_finished_when_the_worksp
     chunks_file.write_text(json.dumps({key: value for key, value in chunks.items() if key not in reactor_chunks}))
     DeleteJournal(workspace).begin(reactor["document_id"])
 
-    async with running_server(home, WORKING_DIR=str(data_dir)) as client:
+    async with running_server(home, **on_files) as client:
         listed = await listing(client)
         assert [d["id"] for d in listed["documents"]] == [zebra["document_id"]]
         assert DeleteJournal(workspace).pending() == []

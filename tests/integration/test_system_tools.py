@@ -43,7 +43,8 @@ async def stats(client: Client, **arguments: Any) -> dict[str, Any]:
 
 
 async def test_clear_cache_reports_sizes_before_and_after_and_keeps_the_extraction_cache(home: Path) -> None:
-    async with running_server(home) as client:
+    # Sizes come from the JSON KV storage's entries (the engine's cache answers "cannot list").
+    async with running_server(home, LIGHTRAG_MCP_DEFAULT_STORAGE="files") as client:
         await insert(client, "a", DOC_A)
         query = await client.call("lightrag_query", {"query": "Who led ZEBRA-7741?", "mode": "local"})
         assert not query.is_error, query.content
@@ -163,17 +164,20 @@ async def test_statistics_are_per_workspace(home: Path) -> None:
 
 
 async def test_detailed_health_reports_storages_models_llm_and_statistics(home: Path) -> None:
-    async with running_server(home) as client:
+    async with running_server(home, LIGHTRAG_MCP_DEFAULT_STORAGE="engine") as client:
         await insert(client, "a", DOC_A)
         health = await client.health(include_detailed=True, check_dependencies=True)
         assert health["status"] == "healthy", health["notes"]
         components = health["components"]
         assert set(components["storages"]) == {"kv", "vector", "graph", "doc_status"}
         assert all(probe["ok"] and probe["latency_ms"] >= 0 for probe in components["storages"].values())
-        assert components["storages"]["graph"]["class"] == "NetworkXStorage"
+        assert components["storages"]["graph"]["class"] == "PGTableGraphStorage"  # the embedded engine
+        engine = components["storage"]["engine"]
+        assert engine["up"] and engine["pid"] > 0 and engine["version"].startswith("PostgreSQL 18")
+        assert engine["data_dir"] == "WORKING_DIR/engine"  # no server path reaches a client
         assert components["embedding"]["ok"] and components["embedding"]["dim"] == 384
         assert components["llm"] == {"configured": False, "status": "not configured: built-in extractor"}
-        assert components["configuration"]["storages"]["kv"] == "JsonKVStorage"
+        assert components["configuration"]["storages"]["kv"] == "PGKVStorage"
         assert health["statistics"]["documents_by_status"]["processed"] == 1
         assert health["statistics"]["entities"] > 0 and health["statistics"]["chunks"] >= 1
         assert health["memory"]["front_rss_mb"] > 0 and health["limits"]["rate_limit_per_minute"] is None

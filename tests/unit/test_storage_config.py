@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from config.settings import ConfigError, load_settings
-from config.storages import LOCAL_STORAGES, StorageSet, probe_servers, resolve_storages, server_addresses
+from config.storages import (
+    ENGINE_STORAGES,
+    LOCAL_STORAGES,
+    StorageSet,
+    probe_servers,
+    resolve_storages,
+    server_addresses,
+)
 from protocol import ErrorCode, RagError
 from rag_worker.storage.errors import is_storage_failure
 from rag_worker.storage.placement import StoragePlacement
@@ -30,8 +37,10 @@ def resolve(env: dict[str, str]) -> StorageSet:
     return resolve_storages(load_settings(env), env)
 
 
-def test_no_configuration_means_the_local_storages() -> None:
+def test_no_configuration_means_the_files_and_the_embedded_engine_is_one_setting_away() -> None:
     assert resolve({}) == LOCAL_STORAGES and LOCAL_STORAGES.is_local
+    engine = resolve({"LIGHTRAG_MCP_DEFAULT_STORAGE": "engine"})
+    assert engine == ENGINE_STORAGES and ENGINE_STORAGES.embedded and ENGINE_STORAGES.needs_no_server
 
 
 def test_postgres_all_in_one_and_redis_milvus_mixes_resolve() -> None:
@@ -83,7 +92,7 @@ def placement(env: dict[str, str]) -> StoragePlacement:
 
 
 def test_a_workspace_records_its_storages_and_a_changed_configuration_never_splits_it(tmp_path: Path) -> None:
-    local = placement({})
+    local = placement({"LIGHTRAG_MCP_DEFAULT_STORAGE": "files"})
     storages, fallback = local.for_workspace(tmp_path)
     assert storages == LOCAL_STORAGES and not fallback
     local.record(tmp_path, storages, fallback)

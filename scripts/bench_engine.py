@@ -1,0 +1,218 @@
+"""Growth curve of the embedded database engine vs the JSON files, in the same run (issue 25).
+
+    .venv/bin/python scripts/bench_engine.py --sizes 100 1000 [--backends engine files] [--json out.json]
+
+For each backend a fresh data directory and the real server (`python -m mcp_front` over stdio,
+LIGHTRAG_MCP_WAIT_SECONDS=0): generated two-page documents (~5 KB of text each, scripts/corpus.py)
+are sent with `lightrag_insert_text` in batches of 100, each batch's indexing awaited by polling
+`lightrag_get_status`.  Per batch it prints: worker + engine CPU seconds per document (the
+worker's own CPU and the engine's postmaster and backends, children included), documents per
+minute (wall clock), enqueue p50/p95 (the insert calls' round trips while the previous batch may
+still index), total memory (PSS of front, worker and its helpers, engine), disk per document (the data
+directory), and at each size in --sizes the `only_context` query p50 per mode.  Once at the
+first size: spawn → initialize → first answered query, on a server started afresh on that data.
+
+Floors printed beside: the issue's targets (CPU per document at the largest size ≤ 1.2× at the
+first, enqueue p50 < 20 ms, total RSS < 1.5 GB, query p50 ≤ 2× the first size's, engine at the
+first size no worse than 1.1× the files).  Wall-clock figures on a shared machine are noisy: the
+script says so and prints the load average it saw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scripts.bench_support import MODES, BenchClient, front  # noqa: E402
+from scripts.corpus import generated_documents  # noqa: E402
+
+BATCH = 100
+QUESTIONS = 5  # per mode at each size
+
+
+def _engine_processes(data_dir: Path) -> list[psutil.Process]:
+    """The engine's postmaster and its backends (none for the JSON files)."""
+    pid_file = data_dir / "engine" / "postmaster.pid"
+    try:
+        postmaster = psutil.Process(int(pid_file.read_text().split("\n", 1)[0]))
+        return [postmaster, *postmaster.children(recursive=True)]
+    except (OSError, ValueError, psutil.Error):
+        return []
+
+
+def _cpu_seconds(processes: list[psutil.Process]) -> float:
+    total = 0.0
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            times = process.cpu_times()
+            total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+def _rss_mb(processes: list[psutil.Process]) -> float:
+    """Proportional set size, summed: PostgreSQL's backends share its buffers, which plain RSS
+    would count once per backend."""
+    total = 0
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            total += process.memory_full_info().pss
+    return round(total / 2**20, 1)
+
+
+def _disk_mb(path: Path) -> float:
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total / 2**20
+
+
+class Run:
+    """One backend's server, measured batch by batch."""
+
+    def __init__(self, backend: str, home: Path) -> None:
+        self.backend, self.home = backend, home
+        self.data_dir = home / "data"
+        self.env = {
+            "LIGHTRAG_MCP_DEFAULT_STORAGE": backend,
+            "WORKING_DIR": str(self.data_dir),
+            "LIGHTRAG_MCP_WAIT_SECONDS": "0",
+            "LIGHTRAG_MCP_MAX_REQUESTS": "0",  # no planned recycle: one worker's CPU counted throughout
+        }
+        self.rows: list[dict[str, Any]] = []
+
+    def processes(self, client: BenchClient) -> dict[str, list[psutil.Process]]:
+        worker = psutil.Process(client.pids["worker"])
+        return {
+            "front": [psutil.Process(client.pids["front"])],
+            "worker": [worker, *worker.children(recursive=True)],
+            "engine": _engine_processes(self.data_dir),
+        }
+
+    async def batch(self, client: BenchClient, docs: list[tuple[str, str]], indexed: int) -> dict[str, Any]:
+        before = self.processes(client)
+        cpu_before = _cpu_seconds(before["worker"][:1]) + _cpu_seconds(before["engine"][:1])
+        started = time.perf_counter()
+        enqueue: list[float] = []
+        for name, text in docs:
+            sent = time.perf_counter()
+            result = await client.call("lightrag_insert_text", {"text": text, "title": name})
+            enqueue.append((time.perf_counter() - sent) * 1000)
+            assert not result.is_error, result.content
+        target = indexed + len(docs)
+        while True:
+            counts = await client.counts()
+            if counts.get("processed", 0) + counts.get("failed", 0) >= target:
+                break
+            await anyio.sleep(0.5)
+        wall = time.perf_counter() - started
+        after = self.processes(client)
+        # The postmaster's children_* count backends that exited; live backends are summed apart.
+        cpu_after = _cpu_seconds(after["worker"][:1]) + _cpu_seconds(after["engine"][:1])
+        live_backends = _cpu_seconds(after["engine"][1:]) - _cpu_seconds([p for p in before["engine"][1:] if p in after["engine"][1:]])
+        enqueue.sort()
+        return {
+            "backend": self.backend,
+            "documents": target,
+            "failed": counts.get("failed", 0),
+            "cpu_s_per_doc": round((cpu_after - cpu_before + max(live_backends, 0.0)) / len(docs), 3),
+            "docs_per_min": round(len(docs) / wall * 60, 1),
+            "enqueue_p50_ms": round(statistics.median(enqueue), 1),
+            "enqueue_p95_ms": round(enqueue[int(len(enqueue) * 0.95) - 1], 1),
+            "rss_mb": {name: _rss_mb(group) for name, group in after.items()},
+            "rss_total_mb": round(sum(_rss_mb(group) for group in after.values()), 1),
+            "disk_kb_per_doc": round(_disk_mb(self.data_dir) * 1024 / target, 1),
+        }
+
+
+async def query_p50(client: BenchClient) -> dict[str, float]:
+    figures = {}
+    for mode in MODES:
+        samples = []
+        for number in range(QUESTIONS):
+            sent = time.perf_counter()
+            result = await client.call("lightrag_query", {"query": f"What does report {number * 7} say about the Nimbus Scheduler?", "mode": mode, "only_context": True})
+            samples.append((time.perf_counter() - sent) * 1000)
+            assert not result.is_error, result.content
+        figures[mode] = round(statistics.median(samples), 1)
+    return figures
+
+
+async def start_to_first_query(run: Run) -> dict[str, float]:
+    spawned = time.perf_counter()
+    async with front(run.home, **run.env) as client:
+        initialized = time.perf_counter() - spawned
+        await client.wait_ready()
+        result = await client.call("lightrag_query", {"query": "What does report 3 say?", "mode": "mix", "only_context": True})
+        assert not result.is_error, result.content
+        return {"initialize_s": round(initialized, 2), "first_query_s": round(time.perf_counter() - spawned, 2)}
+
+
+async def grow(backend: str, sizes: list[int], root: Path, report: dict[str, Any], out: Path | None) -> None:
+    run = Run(backend, root / backend)
+    docs = generated_documents(max(sizes), seed=25, fmt="text")
+    async with front(run.home, **run.env) as client:
+        await client.wait_ready()
+        for start in range(0, max(sizes), BATCH):
+            row = await run.batch(client, docs[start : start + BATCH], start)
+            if row["documents"] in sizes:
+                row["query_p50_ms"] = await query_p50(client)
+            row["load_avg"] = round(os.getloadavg()[0], 1)
+            report["rows"].append(row)
+            print(orjson.dumps(row).decode(), flush=True)
+            if out is not None:
+                out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    report["start_up"][backend] = await start_to_first_query(run)
+    print(orjson.dumps({"backend": backend, "start_up_at": sizes[-1], **report["start_up"][backend]}).decode(), flush=True)
+
+
+def floors(report: dict[str, Any], sizes: list[int]) -> list[str]:
+    """The issue's targets next to what was measured."""
+    lines = []
+    engine = [row for row in report["rows"] if row["backend"] == "engine"]
+    files = [row for row in report["rows"] if row["backend"] == "files"]
+    if engine:
+        first, last = engine[0], engine[-1]
+        lines.append(f"engine CPU/doc {first['cpu_s_per_doc']} s at {first['documents']} → {last['cpu_s_per_doc']} s at {last['documents']} (target ≤ 1.2×: {last['cpu_s_per_doc'] <= 1.2 * first['cpu_s_per_doc']})")
+        lines.append(f"engine enqueue p50 at {last['documents']}: {last['enqueue_p50_ms']} ms (target < 20 ms)")
+        lines.append(f"engine total RSS at {last['documents']}: {last['rss_total_mb']} MB (target < 1536 MB)")
+    if engine and files:
+        lines.append(f"at {engine[0]['documents']}: engine CPU/doc {engine[0]['cpu_s_per_doc']} vs files {files[0]['cpu_s_per_doc']} (target ≤ 1.1×)")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--backends", nargs="+", default=["engine", "files"], choices=["engine", "files"])
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    sizes = sorted(args.sizes)
+    report: dict[str, Any] = {"sizes": sizes, "rows": [], "start_up": {}, "cpus": psutil.cpu_count(), "note": "shared machine: wall-clock figures are noisy"}
+    with tempfile.TemporaryDirectory(prefix="bench-engine-") as root:
+        for backend in args.backends:
+            anyio.run(grow, backend, sizes, Path(root), report, args.json)
+    report["floors"] = floors(report, sizes)
+    for line in report["floors"]:
+        print(line)
+    if args.json is not None:
+        args.json.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""The embedded database engine's life (issue 25): started on first use in WORKING_DIR, shared by
+every process of the data directory, stopped by the last one, replaced after a SIGKILL, and
+reachable through a short socket directory when WORKING_DIR is deep.  Real PostgreSQL, no stubs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from config.settings import load_settings
+from config.storages import (
+    ENGINE_STORAGES,
+    LOCAL_STORAGES,
+    ServerAddress,
+    probe_servers,
+    resolve_storages,
+    server_addresses,
+)
+from protocol import ErrorCode, RagError
+from rag_worker.storage.embedded_engine import ENGINE_DIR, EmbeddedEngine, read_postmaster, stop_engine
+from rag_worker.storage.placement import StoragePlacement
+
+pytestmark = pytest.mark.anyio
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def working_dir(tmp_path: Path) -> Iterator[Path]:
+    """A data directory whose engine is stopped after the test, whatever happened."""
+    yield tmp_path
+    stop_engine(tmp_path / ENGINE_DIR)
+
+
+def _other_process_joins(working_dir: Path, then: str) -> subprocess.Popen[str]:
+    """Another server process of the same data directory: joins the engine, prints its pid, then `then`."""
+    code = textwrap.dedent(f"""
+        import anyio
+        from pathlib import Path
+        from rag_worker.storage.embedded_engine import EmbeddedEngine
+        async def main():
+            engine = EmbeddedEngine(Path({str(working_dir)!r}))
+            info = await engine.ensure_running()
+            print(info.pid, flush=True)
+            {then}
+        anyio.run(main)
+    """)
+    return subprocess.Popen([sys.executable, "-c", code], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+
+
+async def _query(socket_dir: Path, sql: str) -> object:
+    import asyncpg
+
+    connection = await asyncpg.connect(host=str(socket_dir), user="postgres", database="postgres")
+    try:
+        return await connection.fetchval(sql)
+    finally:
+        await connection.close()
+
+
+async def test_the_engine_starts_on_first_use_with_pgvector_and_the_last_user_stops_it(working_dir: Path) -> None:
+    engine = EmbeddedEngine(working_dir)
+    assert engine.describe() == {"up": False, "data_dir": "WORKING_DIR/engine"}
+    info = await engine.ensure_running()
+    assert info.data_dir == working_dir / ENGINE_DIR and info.version.startswith("PostgreSQL 18")
+    assert os.environ["POSTGRES_HOST"] == str(info.socket_dir)
+    await _query(info.socket_dir, "CREATE EXTENSION IF NOT EXISTS vector")
+    assert await _query(info.socket_dir, "SELECT extversion FROM pg_extension WHERE extname = 'vector'") == "0.8.5"
+    assert engine.describe()["up"] is True and "socket_dir" not in engine.describe()  # no paths for clients
+    assert await engine.release() is True
+    assert read_postmaster(working_dir / ENGINE_DIR) is None
+
+
+async def test_two_processes_share_one_engine_and_only_the_last_one_stops_it(working_dir: Path) -> None:
+    engine = EmbeddedEngine(working_dir)
+    info = await engine.ensure_running()
+    other = _other_process_joins(working_dir, "await anyio.sleep(600)")
+    try:
+        assert other.stdout is not None
+        assert int(other.stdout.readline()) == info.pid  # joined, not a second server
+        assert await engine.release() is False  # the other process still uses it
+        assert await _query(info.socket_dir, "SELECT 1") == 1
+    finally:
+        other.kill()
+        other.wait()
+    # The other process died without a word: a new user reuses the engine, and stops it last.
+    again = EmbeddedEngine(working_dir)
+    assert (await again.ensure_running()).pid == info.pid
+    assert await again.release() is True
+
+
+async def test_a_sigkilled_engine_is_replaced_by_the_next_start_and_keeps_its_data(working_dir: Path) -> None:
+    engine = EmbeddedEngine(working_dir)
+    info = await engine.ensure_running()
+    await _query(info.socket_dir, "CREATE TABLE kept AS SELECT 42 AS answer")
+    os.kill(info.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while engine.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not engine.alive()
+    restarted = await engine.ensure_running()
+    assert restarted.pid != info.pid
+    assert await _query(restarted.socket_dir, "SELECT answer FROM kept") == 42
+
+
+async def test_a_stale_pid_file_naming_another_program_does_not_block_the_start(working_dir: Path) -> None:
+    engine = EmbeddedEngine(working_dir)
+    info = await engine.ensure_running()
+    await engine.release()
+    pid_file = working_dir / ENGINE_DIR / "postmaster.pid"
+    # As a SIGKILLed server leaves it, with its pid since reused by an unrelated process (ours).
+    pid_file.write_text(f"{os.getpid()}\n{working_dir / ENGINE_DIR}\n{int(time.time())}\n5432\n{info.socket_dir}\n\n  1 2\nready\n")
+    assert (await EmbeddedEngine(working_dir).ensure_running()).pid != os.getpid()
+
+
+async def test_a_data_directory_too_deep_for_a_socket_gets_a_short_socket_directory(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    engine = EmbeddedEngine(deep)
+    try:
+        info = await engine.ensure_running()
+        assert len(str(info.socket_dir / ".s.PGSQL.5432")) < 108 and info.socket_dir != info.data_dir
+        assert await _query(info.socket_dir, "SELECT 1") == 1
+        address = ServerAddress("postgres", str(info.socket_dir), 5432, "POSTGRES_HOST/POSTGRES_PORT")
+        assert probe_servers([address]) == []  # the start-up probe takes a socket directory
+    finally:
+        await engine.release()
+
+
+def test_the_start_up_probe_names_a_socket_directory_without_a_server() -> None:
+    address = ServerAddress("postgres", "/nonexistent/socket-dir", 5432, "POSTGRES_HOST/POSTGRES_PORT")
+    [problem] = probe_servers([address])
+    assert "postgres at /nonexistent/socket-dir:5432 (POSTGRES_HOST/POSTGRES_PORT) is not reachable" in problem
+
+
+async def test_an_engine_that_cannot_start_is_a_storage_error_saying_what_to_do(tmp_path: Path) -> None:
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("")
+    with pytest.raises(RagError) as caught:
+        await EmbeddedEngine(blocked).ensure_running()
+    assert caught.value.code is ErrorCode.STORAGE_ERROR and caught.value.retryable
+    assert "embedded database engine" in caught.value.message and str(tmp_path) not in caught.value.message
+
+
+def test_the_default_setting_chooses_where_new_knowledge_bases_go_and_needs_no_connection() -> None:
+    engine = resolve_storages(load_settings({"LIGHTRAG_MCP_DEFAULT_STORAGE": "engine"}), {})
+    assert engine == ENGINE_STORAGES and engine.embedded and server_addresses(engine, load_settings({}), {}) == []
+    assert resolve_storages(load_settings({"LIGHTRAG_MCP_DEFAULT_STORAGE": "files"}), {}) == LOCAL_STORAGES
+
+
+def test_existing_knowledge_bases_stay_where_they_are_when_the_default_changes(tmp_path: Path) -> None:
+    files_kb, engine_kb, legacy_kb = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    for directory in (files_kb, engine_kb, legacy_kb):
+        directory.mkdir()
+    StoragePlacement.record(files_kb, LOCAL_STORAGES, False)
+    StoragePlacement.record(engine_kb, ENGINE_STORAGES, False)
+    (legacy_kb / "kv_store_doc_status.json").write_text("{}")  # made before markers existed
+    on_engine = StoragePlacement(load_settings({"LIGHTRAG_MCP_DEFAULT_STORAGE": "engine"}))
+    assert on_engine.for_workspace(files_kb) == (LOCAL_STORAGES, False)
+    assert on_engine.for_workspace(legacy_kb) == (LOCAL_STORAGES, False)
+    assert on_engine.for_workspace(tmp_path / "new") == (ENGINE_STORAGES, False)
+    on_files = StoragePlacement(load_settings({"LIGHTRAG_MCP_DEFAULT_STORAGE": "files"}))
+    assert on_files.for_workspace(engine_kb) == (ENGINE_STORAGES, False)
+
+
+def test_an_engine_knowledge_base_is_never_opened_on_an_explicitly_configured_server(tmp_path: Path) -> None:
+    StoragePlacement.record(tmp_path, ENGINE_STORAGES, False)
+    env = {
+        "LIGHTRAG_KV_STORAGE": "PGKVStorage",
+        "LIGHTRAG_VECTOR_STORAGE": "PGVectorStorage",
+        "LIGHTRAG_GRAPH_STORAGE": "PGTableGraphStorage",
+        "LIGHTRAG_DOC_STATUS_STORAGE": "PGDocStatusStorage",
+        "POSTGRES_USER": "rag",
+        "POSTGRES_PASSWORD": "pw",
+        "POSTGRES_DATABASE": "rag",
+    }
+    with pytest.raises(RagError) as caught:
+        StoragePlacement(load_settings(env)).for_workspace(tmp_path)
+    assert caught.value.code is ErrorCode.CONFIGURATION_ERROR and "embedded database engine" in caught.value.message
