@@ -119,7 +119,10 @@ class EngineRegistry:
                 await self.embedded.ensure_running()
             except RagError as exc:
                 log.warning("the embedded engine did not start at worker start-up: %s", exc.message)
-        await self.embedded.watch(lambda: any(entry.storages.embedded for entry in self._open.values()))
+        async with anyio.create_task_group() as watching:  # until close_all (a worker's shutdown, a test's end)
+            watching.start_soon(self.embedded.watch, lambda: any(entry.storages.embedded for entry in self._open.values()))
+            await self._stopped.wait()
+            watching.cancel_scope.cancel()
 
     def open_workspaces(self) -> list[str]:
         return list(self._open)
