@@ -67,11 +67,12 @@ async def dispatch(state: WorkerRuntime, handlers: Mapping[str, Handler], reques
     context = RequestContext.from_envelope(state, request.id, request.params.get("context"))
     correlation_id.set(context.correlation_id)
     settings = state.settings
-    await anyio.to_thread.run_sync(  # a read-only call never creates a knowledge base
-        lambda: check_knowledge_base(
-            settings.data_dir, context.call, creates=spec.mutates, max_count=settings.max_knowledge_bases
+    if context.call.knowledge_base is not None:  # only a named one needs the disk look (a thread hop)
+        await anyio.to_thread.run_sync(  # a read-only call never creates a knowledge base
+            lambda: check_knowledge_base(
+                settings.data_dir, context.call, creates=spec.mutates, max_count=settings.max_knowledge_bases
+            )
         )
-    )
     WRITING.set(spec.mutates)  # a reading call may read a shared knowledge base without holding it
     record_knowledge_base(settings.data_dir, context.call)
     arguments = request.params.get("arguments")
