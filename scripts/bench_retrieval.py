@@ -39,7 +39,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.bench_support import MODES, machine_info  # noqa: E402
+from scripts.bench_support import MODES, lexical_search, machine_info  # noqa: E402
 from scripts.corpus import BenchDoc, bench_documents  # noqa: E402
 
 TOP_N = 10
@@ -134,8 +134,9 @@ async def ask(rag: Any, question: Question, mode: str) -> tuple[bool, bool, int,
 
 async def measure(size: int, *, questions: int | None = None, modes: Iterable[str] = MODES,
                   hook: ComponentsHook | None = None, label: str = "packaged",
-                  rebuild: bool = False, cache_root: Path = CACHE_ROOT) -> dict[str, Any]:
-    """Recall@10 per mode over `size` documents (`questions` of them asked, evenly spread)."""
+                  rebuild: bool = False, cache_root: Path = CACHE_ROOT, vectors_only: bool = False) -> dict[str, Any]:
+    """Recall@10 per mode over `size` documents (`questions` of them asked, evenly spread);
+    `vectors_only`: with the lexical side of the searches switched off (the path before it)."""
     from rag_worker.storage.lightrag_setup import new_lightrag
 
     docs = bench_documents(size, seed=SEED)
@@ -153,6 +154,7 @@ async def measure(size: int, *, questions: int | None = None, modes: Iterable[st
     if lexical is not None:  # a cached index indexed before the lexical index gets one first (hybrid)
         await lexical.ready()
     try:
+        lexical_search(rag, not vectors_only)
         if marker.exists():
             indexing_s, cached = float(orjson.loads(marker.read_bytes())["indexing_s"]), True
         else:
@@ -182,7 +184,7 @@ async def measure(size: int, *, questions: int | None = None, modes: Iterable[st
                 "query_ms": round(1000 * (time.perf_counter() - started) / len(asked), 1),
                 "missed_examples": missed,
             }
-        return {"size": size, "questions": len(asked), "model": label, "indexing_s": round(indexing_s, 1),
+        return {"size": size, "questions": len(asked), "model": label + (" vectors" if vectors_only else ""), "indexing_s": round(indexing_s, 1),
                 "docs_per_min": round(60 * size / indexing_s, 1), "index_cached": cached, "modes": per_mode}
     finally:
         await rag.finalize_storages()
@@ -219,12 +221,16 @@ def main() -> None:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--rebuild", action="store_true", help="index again even if a cached index exists")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--vectors-only", action="store_true",
+                        help="also ask with the lexical side of the searches switched off (vectors alone, as before it)")
     options = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
     async def run() -> list[dict[str, Any]]:
+        runs = [False, True] if options.vectors_only else [False]
         return [await measure(int(size), questions=options.questions, modes=options.modes.split(","),
-                              rebuild=options.rebuild) for size in options.sizes.split(",")]
+                              rebuild=options.rebuild and not vectors_only, vectors_only=vectors_only)
+                for size in options.sizes.split(",") for vectors_only in runs]
 
     results = anyio.run(run)
     sys.stdout.write(table(results) + "\n")

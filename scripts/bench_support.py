@@ -57,6 +57,18 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def lexical_search(rag: Any, on: bool) -> None:
+    """Switch the lexical side of `rag`'s searches on or off. Off, every search is the vectors'
+    alone: the query path before the lexical index (issue 28). Without an index nothing changes."""
+    index = getattr(getattr(rag, "lexical", None), "index", None)
+    if index is None:
+        return
+    if on:
+        vars(index).pop("search", None)  # the class's own search again
+    else:
+        index.search = lambda *_: ([], [])
+
+
 def base64_of(data: bytes | str) -> str:
     return base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
 

@@ -18,6 +18,7 @@ from rag_worker.embedded.models import MAX_TOKEN_SIZE
 from rag_worker.query_cache import report_chunk_scores
 from rag_worker.storage.exact_match import add_named_chunks, exact_term_rerank
 from rag_worker.storage.hybrid import attach_lexical_index
+from rag_worker.storage.nano_lookup import index_row_lookups
 from rag_worker.storage.vector_flush import embed_outside_locks
 
 log = logging.getLogger("rag_worker.storage.lightrag_setup")
@@ -37,6 +38,7 @@ def import_lightrag() -> str:
 
     _route_lightrag_logs()
     _graph_saves_through_memory()
+    index_row_lookups()
     return str(lightrag.__version__)
 
 
