@@ -24,6 +24,7 @@ from .ocr import MIN_TEXT_CHARS, OcrNotes, OcrOptions, page_ranges, read_image
 from .page_counts import too_many_pages
 from .pdf_forms import form_lines
 from .pdf_pages import RenderedPages, unreadable_layer
+from .pdf_spacing import respace, spaced_text
 
 logger = logging.getLogger(__name__)
 
@@ -238,6 +239,9 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
                 logger.info("pdf: page %d failed to extract", number, exc_info=True)
                 text, raised = "", True
             why = unreadable_layer(text)
+            if why is None and text and rendered.available:
+                # Words run together or letter-spaced by pypdf get pdfium's spacing (from the glyphs' boxes).
+                text = respace(text, spaced_text(rendered.characters(number - 1)))
             if why is not None:
                 # Junk indexed as text buries the facts; the page is read from its rendering instead.
                 unreadable[number] = why
