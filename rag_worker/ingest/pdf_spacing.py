@@ -8,11 +8,15 @@ or a monospaced word is letter-spaced (`D e t e c t r o n 2`).  pdfium decides f
 characters' boxes (the gap against the font size and the glyph widths), as the viewers that
 use it do, and marks the spaces it inferred.
 
-So the page's text stays pypdf's (its line order and hyphenation are what the rest of the
-reader expects); only on a line that both extractors read with the same characters in the
-same order (spaces aside) is the spacing taken from pdfium:
+pdfium's inferred spaces are checked against the glyphs' boxes first (`spaced_text`): one is
+kept where the gap is wider than the line's usual gap between letters, so an OCR text layer,
+which spreads every letter apart, is not cut into `Nort h Buon a Vist a`.  The page's text
+stays pypdf's (its line order and hyphenation are what the rest of the reader expects); only on
+a line that both extractors read with the same characters in the same order (spaces aside) is
+the spacing taken from pdfium:
 
-- a space pdfium sees between two characters pypdf ran together is inserted;
+- a space pdfium sees between two characters pypdf ran together is inserted, inside runs of at
+  least `MIN_SPLIT_RUN` characters (a short code such as `AZ` is left whole);
 - a space pypdf put inside a letter-spaced run (three or more single characters, each
   followed by one space) is removed where pdfium sees the characters touching.
 
