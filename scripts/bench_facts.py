@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
 """Facts in the top 10 on real files (issue 27): is the passage holding a fact retrieved?
 
-The files are those `scripts/bench_reading.py` gathers (the z3c.rml manual and test PDFs,
-docutils' LaTeX, numpy's reStructuredText, the Office templates) and the real files under
-`tests/fixtures/real_files/` (pdfplumber's, pypdf's and msg_parser's), at most `--max-files`,
-taken evenly from that list.
+The files are those `scripts/bench_reading.py` gathers: every one under `tests/fixtures/real_files/`
+(pdfplumber's, pypdf's and msg_parser's), then the packages' (the z3c.rml manual and test PDFs,
+docutils' LaTeX, numpy's reStructuredText, the Office templates) taken evenly, `--max-files` in all.
 
 The facts come from a *reference* text that neither reader version produces: pdftotext's for a
 PDF (poppler-utils), the file itself for text formats; other files give no facts.  The rule,
@@ -50,7 +49,7 @@ sys.path.insert(0, str(PROJECT_ROOT))
 
 # Imported before --project is put first on the path: these are this checkout's scripts.
 from scripts.bench_exact import index, open_rag, passages  # noqa: E402
-from scripts.bench_reading import real_files  # noqa: E402
+from scripts.bench_reading import FIXTURE_SET, real_files  # noqa: E402
 
 MODES = ("naive", "mix")
 #: The share of facts that must be found in the top 10 (each mode); printed beside the result.
@@ -118,10 +117,8 @@ def found(fact: Fact, got: list[str]) -> bool:
 def gather(max_files: int, per_file: int) -> list[tuple[Path, list[Fact]]]:
     """The files with facts: every one under tests/fixtures/real_files, then the packages' files
     taken evenly up to `max_files` in all."""
-    fixtures = [path for path in sorted((PROJECT_ROOT / "tests" / "fixtures" / "real_files").iterdir())
-                if path.suffix != ".md"]  # its README describes the files
-    chosen = _with_facts(fixtures, per_file)
-    others = _with_facts([path for _, path in real_files()], per_file)
+    chosen = _with_facts([path for name, path in real_files() if name == FIXTURE_SET], per_file)
+    others = _with_facts([path for name, path in real_files() if name != FIXTURE_SET], per_file)
     room = max(0, max_files - len(chosen))
     if len(others) > room:
         others = [others[i * len(others) // room] for i in range(room)] if room else []
