@@ -14,6 +14,7 @@ formats, named `message.msg/attachment.pdf`, within the same bounds as an e-mail
 
 from __future__ import annotations
 
+import codecs
 import email.policy
 import email.utils
 import logging
@@ -42,7 +43,8 @@ _BODY = 0x1000
 _HTML = 0x1013
 _SUBMIT_TIME = 0x0039
 _DELIVERY_TIME = 0x0E06
-_INTERNET_CODEPAGE = 0x3FDE
+_INTERNET_CODEPAGE = 0x3FDE  # of the HTML body's bytes
+_MESSAGE_CODEPAGE = 0x3FFD  # of the 8-bit string properties
 _ATTACH_DATA = 0x3701
 _ATTACH_LONG_NAME = 0x3707
 _ATTACH_SHORT_NAME = 0x3704
@@ -80,7 +82,7 @@ class _Storage:
         narrow = self.stream(f"__substg1.0_{prop:04X}{_STRING8:04X}")
         if narrow is None:
             return ""
-        return narrow.decode(self.codepage(), errors="replace").rstrip("\x00")
+        return narrow.decode(self.codepage(_MESSAGE_CODEPAGE, _INTERNET_CODEPAGE), errors="replace").rstrip("\x00")
 
     def binary(self, prop: int) -> bytes | None:
         return self.stream(f"__substg1.0_{prop:04X}{_BINARY:04X}")
@@ -94,10 +96,20 @@ class _Storage:
                 return table[offset + 8 : offset + 16]
         return None
 
-    def codepage(self) -> str:
-        value = self.fixed(_INTERNET_CODEPAGE, 0x0003)
-        number = struct.unpack("<I", value[:4])[0] if value else 1252
-        return f"cp{number}" if number not in (65001, 20127) else ("utf-8" if number == 65001 else "ascii")
+    def codepage(self, *props: int) -> str:
+        """The Python codec of the first code page property present (windows-1252 when none is)."""
+        number = 1252
+        for prop in props:
+            value = self.fixed(prop, 0x0003)
+            if value:
+                number = struct.unpack("<I", value[:4])[0]
+                break
+        name = {65001: "utf-8", 20127: "ascii", 28591: "latin-1"}.get(number, f"cp{number}")
+        try:
+            codecs.lookup(name)
+        except LookupError:
+            return "cp1252"
+        return name
 
     def children(self, prefix: str) -> list[list[str]]:
         """The storages directly inside this one whose names start with `prefix`, in order."""
@@ -145,7 +157,7 @@ def _message(storage: _Storage, depth: int) -> EmailMessage:
     if body.strip():
         message.set_content(body)
     elif html.strip():
-        message.set_content(html.decode(storage.codepage(), errors="replace"), subtype="html")
+        message.set_content(html.decode(storage.codepage(_INTERNET_CODEPAGE), errors="replace"), subtype="html")
     for number, path in enumerate(storage.children(_ATTACHMENT_PREFIX), start=1):
         _attach(message, _Storage(storage.ole, path, 8), number, depth)
     return message
