@@ -134,6 +134,26 @@ class RenderedPages:
             logger.info("pdf: page %d text cannot be read by pdfium", index + 1, exc_info=True)
             return ""
 
+    def text(self, index: int) -> str:
+        """pdfium's text of page `index` (0-based), every space it infers included ("" when it cannot read it)."""
+        if self._document is None:
+            return ""
+        try:
+            with _PDFIUM_LOCK:
+                page = self._document[index]
+                try:
+                    textpage = page.get_textpage()
+                    try:
+                        text: str = textpage.get_text_range()
+                        return text
+                    finally:
+                        textpage.close()
+                finally:
+                    page.close()
+        except (pypdfium2.PdfiumError, ValueError, IndexError):
+            logger.info("pdf: page %d text cannot be read by pdfium", index + 1, exc_info=True)
+            return ""
+
     def characters(self, index: int) -> list[PlacedChar]:
         """pdfium's characters of page `index` (0-based) in its reading order, with their boxes,
         the spaces and line breaks it inferred marked as such ([] when pdfium cannot read it)."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import statistics
 import unicodedata
+from collections.abc import Callable
 from typing import NamedTuple
 
 # pdfium writes these for a hyphen at a line end, and joins the two lines: the break is put back.
@@ -93,11 +94,25 @@ def _line_text(chars: list[PlacedChar], line: list[int]) -> str:
     return "".join(text)
 
 
+def respace_page(layer: str, pdfium_text: str, characters: Callable[[], list[PlacedChar]]) -> str:
+    """`layer` respaced from pdfium's characters (`characters()`, read only when needed: a box per
+    character costs more than the page's text).  When even every space pdfium infers would change
+    nothing and no run is letter-spaced, the page is left as it is."""
+    if not layer or not pdfium_text:
+        return layer
+    if respace(layer, pdfium_text) == layer and not _LETTER_SPACED_RE.search(layer):
+        return layer
+    return respace(layer, spaced_text(characters()))
+
+
 def _keys(text: str) -> tuple[str, list[int]]:
     """The non-space characters of `text`, ligatures and compatibility forms unfolded
     (pypdf keeps "ﬁ", pdfium gives "fi"), and for each the index of its source character."""
+    if text.isascii():  # the common case, without a normalisation per character
+        sources = [index for index, char in enumerate(text) if not char.isspace()]
+        return "".join(text[index] for index in sources), sources
     keys: list[str] = []
-    sources: list[int] = []
+    sources = []
     for index, char in enumerate(text):
         if char.isspace():
             continue
@@ -124,21 +139,31 @@ def respace(layer: str, reference: str) -> str:
         return layer
     theirs: dict[str, list[str]] = {}
     for line in reference.replace("\r\n", "\n").split("\n"):
-        key = _keys(line)[0]
+        key = _key(line)
         if key:
             theirs.setdefault(key, []).append(line)
     lines = layer.split("\n")
     for number, line in enumerate(lines):
-        same = theirs.get(_keys(line)[0])
+        same = theirs.get(_key(line))
         if same:
-            lines[number] = _respace_line(line, same.pop(0))
+            reference_line = same.pop(0)
+            if reference_line != line:
+                lines[number] = _respace_line(line, reference_line)
     return "\n".join(lines)
+
+
+def _key(line: str) -> str:
+    """What a line is matched on: its characters without spaces, compatibility forms unfolded."""
+    squeezed = "".join(line.split())
+    return squeezed if squeezed.isascii() else "".join(unicodedata.normalize("NFKC", squeezed).split())
 
 
 def _respace_line(line: str, reference: str) -> str:
     """`line` with `reference`'s spaces between the characters they share (their keys are equal)."""
     ours, our_sources = _keys(line)
     theirs, their_sources = _keys(reference)
+    if ours != theirs:  # a combining mark composed by the line's normalisation, not the character's
+        return line
     letter_spaced = _letter_spaced_gaps(line)
     long_runs = {index for match in re.finditer(rf"\S{{{MIN_SPLIT_RUN},}}", line) for index in range(*match.span())}
     inserts: set[int] = set()  # a space goes before this index of `line`
