@@ -14,7 +14,8 @@ extractor process, engine loaded on demand) for pages/second end to end and the 
 process's RSS with OCR loaded.
 
 `--layout` measures pages as people scan them instead (issue 27): two-column pages (truth: the
-left column, then the right) and a one-column page turned 90°, 180° and 270°, for word accuracy
+left column, then the right), a one-column page turned 90°, 180° and 270°, and a real one-column
+page (pdfplumber's issue-598 page, truth: its text layer) tilted ±2° and ±5°, for word accuracy
 in reading order (`in order`) and regardless of order (`words`).  `--project DIR` reads with
 another checkout (an exported older commit), so before and after come from the same script.
 
@@ -71,11 +72,31 @@ def two_column_page(seed: int) -> tuple[list[str], Any]:
     return left + right, page
 
 
+#: A real one-column page (LaTeX output, from pdfplumber's test suite) for the tilted cases.
+REAL_PAGE = ROOT / "tests" / "fixtures" / "real_files" / "pdfplumber-issue-598-example.pdf"
+
+
+def real_page() -> tuple[list[str], Any]:
+    """`REAL_PAGE` rendered at 300 dpi, and its lines as pdfium reads its text layer (the truth)."""
+    import unicodedata
+
+    import pypdfium2
+
+    document = pypdfium2.PdfDocument(REAL_PAGE)
+    page = document[0]
+    text = page.get_textpage().get_text_range().replace("\ufffe", "-\n")
+    lines = [unicodedata.normalize("NFKC", line).strip() for line in text.splitlines() if line.strip()]
+    return lines, page.render(scale=300 / 72, grayscale=True).to_pil()
+
+
 def layout_pages() -> list[tuple[str, list[str], Any]]:
     pages = [(f"two columns {n}", *two_column_page(n)) for n in (1, 2)]
     lines = random_lines(7, 20)
     for turn in (90, 180, 270):
         pages.append((f"turned {turn}", lines, render_page(lines).rotate(turn, expand=True, fillcolor=255)))
+    truth, image = real_page()
+    for tilt in (0, 2, -2, 5, -5):  # a photo of a page held a little askew
+        pages.append((f"real page {tilt:+d} deg", truth, image.rotate(tilt, expand=True, fillcolor=255)))
     return pages
 
 

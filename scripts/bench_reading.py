@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """How well documents written by others are read (issue 27): prints one line per set and a total.
 
-The real files are those that ship inside installed packages: the z3c.rml test suite's
-expected PDFs and its reference manual (ReportLab output), docutils' LaTeX templates and
-reStructuredText files, python-docx's and python-pptx's templates.  A second set holds the
+The real files are those kept in tests/fixtures/real_files (pdfplumber's, pypdf's and msg_parser's
+test files: run-together words, an OCR text layer, Outlook messages) and those that ship inside
+installed packages: the z3c.rml test suite's expected PDFs and its reference manual (ReportLab
+output), docutils' LaTeX templates and reStructuredText files, python-docx's and python-pptx's templates.  A second set holds the
 generated PDFs whose text a reader sees but whose text layer does not (JBIG2 scan, glyph-name
 layer, text drawn as paths), with known words.  For each set it prints:
 
@@ -70,8 +71,15 @@ def _package_file(package: str, path: str) -> Path | None:
     return located if located.exists() else None
 
 
+#: The set of real files kept in this repository (tests/fixtures/real_files, see its README).
+FIXTURE_SET = "Real files (pdfplumber, pypdf, msg_parser)"
+
+
 def real_files() -> Iterator[tuple[str, Path]]:
     """(set name, path) of every real file used."""
+    for path in sorted((PROJECT_ROOT / "tests" / "fixtures" / "real_files").iterdir()):
+        if path.suffix != ".md":  # its README describes the files
+            yield FIXTURE_SET, path
     rml = _package_file("z3c.rml", "z3c/rml")
     if rml is not None:
         yield "PDF (z3c.rml)", rml / "rml-reference.pdf"

@@ -120,8 +120,8 @@ def _legacy_refusal(kind: Failure, data: bytes, ext: str, mime: str | None) -> R
     if kind is Failure.PASSWORD_PROTECTED_OFFICE:
         return refuse(kind, f"The {sent} is a password-protected Office file; its text cannot be read.")
     if kind is Failure.OUTLOOK_MESSAGE:
-        return refuse(kind, f"The {sent} is {describe_content(data)}; Outlook messages are not read, "
-                            "e-mails saved as .eml are.")
+        return refuse(kind, f"The {sent} is {describe_content(data)}; Outlook messages are read when "
+                            "named .msg.")
     if not is_ole2(data):
         return refuse(kind, f"'{ext}' files (old binary Office format) are not supported; "
                             f"the content looks like {describe_content(data)}.")

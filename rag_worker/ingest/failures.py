@@ -127,10 +127,8 @@ FAILURES: dict[Failure, FailureInfo] = {
     ),
     Failure.OUTLOOK_MESSAGE: FailureInfo(
         ErrorCode.UNSUPPORTED_FORMAT,
-        "Outlook messages (MSG) are not read; e-mails saved as .eml are.",
-        "Save the message as an .eml file (drag it from a mail program such as Thunderbird or Apple Mail, or "
-        "forward it to one) or, in Outlook, as HTML or text (File → Save As), and upload that; send each "
-        "attachment as its own upload if needed.",
+        "The file is an Outlook message (MSG) named as another type.",
+        "Upload it with its name ending in .msg (as Outlook saves it); its text and attachments are read then.",
     ),
     Failure.PASSWORD_PROTECTED_OFFICE: FailureInfo(
         ErrorCode.EXTRACTION_FAILED,

@@ -20,6 +20,7 @@ from .epub import extract_epub
 from .extracted import ExtractedDocument, ExtractOptions, Extractor
 from .html_text import extract_html, looks_like_html
 from .images import extract_image
+from .legacy_office import is_outlook_message
 from .magic import (
     looks_like_jpeg,
     looks_like_json,
@@ -32,6 +33,7 @@ from .notebook import extract_notebook
 from .office import extract_docx, extract_pptx, extract_xlsx
 from .ooxml import OfficeKind, is_office_kind
 from .opendocument import extract_odp, extract_ods, extract_odt
+from .outlook_message import extract_msg
 from .pdf import extract_pdf
 from .rtf import extract_rtf, looks_like_rtf
 from .source_code import LANGUAGES, MIME_TYPES, extract_code
@@ -65,6 +67,7 @@ class DocFormat(enum.StrEnum):
     JPEG = "jpeg"
     TIFF = "tiff"
     EMAIL = "email"
+    OUTLOOK_MESSAGE = "msg"
     ZIP = "zip"
 
 
@@ -341,6 +344,18 @@ FORMATS: dict[DocFormat, FormatSpec] = {
             noun="an e-mail",
             family="e-mail",
             extract=extract_email,
+        ),
+        FormatSpec(
+            DocFormat.OUTLOOK_MESSAGE,
+            "Outlook message",
+            (".msg",),
+            frozenset({"application/vnd.ms-outlook", "application/x-ole-storage"}),
+            is_outlook_message,
+            is_text=False,
+            canonical_mime="application/vnd.ms-outlook",
+            noun="an Outlook message",
+            family="e-mail",
+            extract=extract_msg,
         ),
         FormatSpec(
             DocFormat.ZIP,

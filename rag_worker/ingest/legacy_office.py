@@ -7,6 +7,9 @@ extension, else the declared MIME type, says which program's "Save As" to name.
 
 from __future__ import annotations
 
+import struct
+from io import BytesIO
+
 from .failures import Failure
 
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -25,7 +28,6 @@ LEGACY_EXTENSIONS: dict[str, Failure] = {
     ".ppt": Failure.LEGACY_POWERPOINT,
     ".pps": Failure.LEGACY_POWERPOINT,
     ".pot": Failure.LEGACY_POWERPOINT,
-    ".msg": Failure.OUTLOOK_MESSAGE,
 }
 _BY_TARGET = {
     ".docx": Failure.LEGACY_WORD,
@@ -49,7 +51,18 @@ def is_encrypted_ooxml(data: bytes) -> bool:
 
 def is_outlook_message(data: bytes) -> bool:
     """True for an Outlook .msg file (an OLE2 file whose streams hold MAPI properties, `__substg1.0_…`)."""
-    return is_ole2(data) and _MAPI_PROPERTY_STREAM in data[:1_048_576]
+    if not is_ole2(data):
+        return False
+    if _MAPI_PROPERTY_STREAM in data[:1_048_576]:
+        return True
+    # A large message may keep its directory after its attachments: list it.
+    import olefile
+
+    try:
+        with olefile.OleFileIO(BytesIO(data)) as ole:
+            return any(entry[0].startswith("__substg1.0_") for entry in ole.listdir())
+    except (OSError, ValueError, IndexError, struct.error):
+        return False
 
 
 def describe_ole2(data: bytes) -> str:
@@ -64,7 +77,8 @@ def describe_ole2(data: bytes) -> str:
 def legacy_failure(data: bytes, ext: str, mime: str | None) -> Failure | None:
     """The refusal for an OLE2 upload named or declared as Office, or a legacy extension; None otherwise."""
     if is_outlook_message(data):
-        return Failure.OUTLOOK_MESSAGE  # whatever it is named: the fix is the same
+        # Read when named .msg (or not named); named as an Office file, it is told its real type.
+        return Failure.OUTLOOK_MESSAGE if ext and ext != ".msg" else None
     if ext in LEGACY_EXTENSIONS:
         return Failure.PASSWORD_PROTECTED_OFFICE if is_encrypted_ooxml(data) else LEGACY_EXTENSIONS[ext]
     if not is_ole2(data):

@@ -1,6 +1,7 @@
 """Reading order of the text boxes OCR finds: lines, and columns read one after the other.
 
-The detector returns one box per run of text; on a two-column page the runs of both columns
+A page photographed slightly askew is levelled first: the boxes are turned back by the page's
+tilt, measured from the boxes themselves.  The detector returns one box per run of text; on a two-column page the runs of both columns
 sit side by side at the same height.  Read straight across, every line would mix the two
 columns, and line-end de-hyphenation would then join words of different columns
 ("Epi- nies").  So a page is first split at a *gutter*: a vertical strip no text box crosses,
@@ -11,6 +12,8 @@ read before the right one, each split again if it holds columns of its own.
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +28,12 @@ MIN_COLUMN_WIDTH_SHARE = 0.2
 # Gutters are looked for away from the page's edges (a margin note is not a column).
 _EDGE_SHARE = 0.15
 _MAX_DEPTH = 3  # columns within columns, at most this deep
+#: A tilt is corrected from this many degrees (below, lines stay apart anyway) up to the most a
+#: photographed page is held askew (a page turned further is read turned, see `ocr.read_image`).
+MIN_SKEW_DEGREES = 0.3
+MAX_SKEW_DEGREES = 15.0
+# The tilt is measured on at least this many boxes of running text.
+MIN_SKEW_BOXES = 3
 
 
 @dataclass(frozen=True)
@@ -56,8 +65,36 @@ class TextBox:
 def lines_in_reading_order(boxes: Sequence[Any], texts: Sequence[str]) -> list[str]:
     """The page's lines in reading order: column by column, each top to bottom, boxes on one
     line joined left to right.  `boxes` are four (x, y) corners per text, as the detector gives them."""
-    items = [TextBox.from_corners(box, text) for box, text in zip(boxes, texts, strict=True)]
+    corners = _levelled([[(float(point[0]), float(point[1])) for point in box] for box in boxes])
+    items = [TextBox.from_corners(box, text) for box, text in zip(corners, texts, strict=True)]
     return [line for block in _blocks(items, 0) for line in _lines(block)]
+
+
+def skew(boxes: Sequence[Sequence[tuple[float, float]]]) -> float:
+    """The page's tilt in radians (positive: lines run down to the right), from the top edges of the
+    detector's boxes (it returns turned rectangles around tilted text): their median slope, taken
+    over boxes of running text (wider than tall), 0 when too few or beyond `MAX_SKEW_DEGREES`."""
+    slopes = []
+    for box in boxes:
+        (x0, y0), (x1, y1) = box[0], box[1]
+        width, height = math.dist(box[0], box[1]), math.dist(box[1], box[2]) if len(box) > 2 else 0.0
+        if width > 2 * height and x1 > x0:
+            slopes.append(math.atan2(y1 - y0, x1 - x0))
+    if len(slopes) < MIN_SKEW_BOXES:
+        return 0.0
+    angle = statistics.median(slopes)
+    return angle if MIN_SKEW_DEGREES <= abs(math.degrees(angle)) <= MAX_SKEW_DEGREES else 0.0
+
+
+def _levelled(boxes: list[list[tuple[float, float]]]) -> list[list[tuple[float, float]]]:
+    """The boxes turned back by the page's tilt, so a tilted page's lines are level again: on a page
+    photographed a few degrees askew, a line's end sits half a line lower than its start, and lines
+    read by height would interleave."""
+    angle = skew(boxes)
+    if not angle:
+        return boxes
+    cos, sin = math.cos(angle), math.sin(angle)
+    return [[(x * cos + y * sin, y * cos - x * sin) for x, y in box] for box in boxes]
 
 
 def _lines(items: list[TextBox]) -> list[str]:

@@ -7,6 +7,7 @@ goes to the log only.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import threading
@@ -24,6 +25,7 @@ from .ocr import MIN_TEXT_CHARS, OcrNotes, OcrOptions, page_ranges, read_image
 from .page_counts import too_many_pages
 from .pdf_forms import form_lines
 from .pdf_pages import RenderedPages, unreadable_layer
+from .pdf_spacing import respace_page
 
 logger = logging.getLogger(__name__)
 
@@ -238,6 +240,9 @@ def extract_pdf(data: bytes, *, max_pages: int = DEFAULT_MAX_PAGES, ocr: OcrOpti
                 logger.info("pdf: page %d failed to extract", number, exc_info=True)
                 text, raised = "", True
             why = unreadable_layer(text)
+            if why is None and text and rendered.available:
+                # Words run together or letter-spaced by pypdf get pdfium's spacing (from the glyphs' boxes).
+                text = respace_page(text, rendered.text(number - 1), functools.partial(rendered.characters, number - 1))
             if why is not None:
                 # Junk indexed as text buries the facts; the page is read from its rendering instead.
                 unreadable[number] = why

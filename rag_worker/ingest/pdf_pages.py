@@ -24,6 +24,7 @@ import pypdfium2
 import pypdfium2.raw as pdfium_c
 
 from .ocr import MAX_IMAGE_PIXELS
+from .pdf_spacing import PlacedChar
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -133,6 +134,46 @@ class RenderedPages:
             logger.info("pdf: page %d text cannot be read by pdfium", index + 1, exc_info=True)
             return ""
 
+    def text(self, index: int) -> str:
+        """pdfium's text of page `index` (0-based), every space it infers included ("" when it cannot read it)."""
+        if self._document is None:
+            return ""
+        try:
+            with _PDFIUM_LOCK:
+                page = self._document[index]
+                try:
+                    textpage = page.get_textpage()
+                    try:
+                        text: str = textpage.get_text_range()
+                        return text
+                    finally:
+                        textpage.close()
+                finally:
+                    page.close()
+        except (pypdfium2.PdfiumError, ValueError, IndexError):
+            logger.info("pdf: page %d text cannot be read by pdfium", index + 1, exc_info=True)
+            return ""
+
+    def characters(self, index: int) -> list[PlacedChar]:
+        """pdfium's characters of page `index` (0-based) in its reading order, with their boxes,
+        the spaces and line breaks it inferred marked as such ([] when pdfium cannot read it)."""
+        if self._document is None:
+            return []
+        try:
+            with _PDFIUM_LOCK:
+                page = self._document[index]
+                try:
+                    textpage = page.get_textpage()
+                    try:
+                        return _placed_chars(textpage)
+                    finally:
+                        textpage.close()
+                finally:
+                    page.close()
+        except (pypdfium2.PdfiumError, ValueError, IndexError):
+            logger.info("pdf: page %d text cannot be read by pdfium", index + 1, exc_info=True)
+            return []
+
     def render(self, index: int) -> Image | None:
         """Page `index` (0-based) in grey at `RENDER_DPI`, turned as a viewer shows it; None if it cannot be drawn."""
         if self._document is None:
@@ -159,6 +200,19 @@ class RenderedPages:
             with _PDFIUM_LOCK:
                 self._document.close()
             self._document = None
+
+
+def _placed_chars(textpage: pypdfium2.PdfTextPage) -> list[PlacedChar]:
+    chars = []
+    for number in range(textpage.count_chars()):
+        code = pdfium_c.FPDFText_GetUnicode(textpage, number)
+        left, _, right, _ = textpage.get_charbox(number, loose=True)
+        chars.append(PlacedChar(
+            chr(code) if 0 < code < 0x110000 else "\ufffd",
+            bool(pdfium_c.FPDFText_IsGenerated(textpage, number)),
+            float(left), float(right), float(pdfium_c.FPDFText_GetFontSize(textpage, number)),
+        ))
+    return chars
 
 
 def _kind(obj: pypdfium2.PdfObject) -> str | None:

@@ -11,6 +11,7 @@ import pytest
 
 from protocol.errors import ErrorCode, RagError
 from rag_worker.ingest.detection import detect_format
+from rag_worker.ingest.extracted import ExtractedDocument
 from rag_worker.ingest.extraction import extract_document
 from rag_worker.ingest.formats import DocFormat
 from tests.fixtures.documents import make_docx, make_pptx, make_xlsx, rewrite_zip
@@ -167,11 +168,47 @@ def outlook_message() -> bytes:
     return OLE2_MAGIC + bytes(504) + "__substg1.0_0037001F".encode("utf-16-le") + bytes(1024)
 
 
-@pytest.mark.parametrize("name", ["mail.msg", "mail.doc", "mail"])
-def test_outlook_message_is_named_as_such_and_told_to_be_saved_as_eml(name: str) -> None:
+def test_outlook_message_named_as_an_office_file_is_told_to_be_named_msg() -> None:
     with pytest.raises(RagError) as caught:
-        detect_format(outlook_message(), name, None)
+        detect_format(outlook_message(), "mail.doc", None)
     assert caught.value.code is ErrorCode.UNSUPPORTED_FORMAT
-    assert "is an Outlook message (MSG); Outlook messages are not read, e-mails saved as .eml are." in caught.value.message
+    assert "is an Outlook message (MSG); Outlook messages are read when named .msg." in caught.value.message
     assert "old binary Office" not in caught.value.message
-    assert ".eml" in (caught.value.suggested_action or "")
+    assert ".msg" in (caught.value.suggested_action or "")
+
+
+REAL_FILES = Path(__file__).resolve().parent.parent / "fixtures" / "real_files"
+
+
+def read_msg(name: str, filename: str) -> ExtractedDocument:
+    data = (REAL_FILES / name).read_bytes()
+    return extract_document(data, detect_format(data, filename, None), filename=filename)
+
+
+def test_outlook_message_is_read_with_its_headers_body_and_attached_message() -> None:
+    """msg_parser's other.msg (a real delivery-failure notice): headers, plain body, the returned
+    message attached to it and the PDF attached to that, each named by its path."""
+    filename = "notice.msg"
+    document = read_msg("msg_parser-other.msg", filename)
+    assert document.title == "投递状态通知 (Failure Notice)"
+    assert "From: Mail Delivery Subsystem <mailer-daemon@tjdpf.org.cn>" in document.text
+    assert "To: yosipnps@model.com" in document.text
+    assert "Date: Mon, 27 Nov 2017 09:44:30 +0000" in document.text
+    assert "The recipients is locked. (User Locked)" in document.text
+    assert f"## {filename}/default_attachment.eml\n" in document.text
+    assert f"## {filename}/default_attachment.eml/北京 2017年12月02-03日 销售主管 确认n.pdf" in document.text
+    assert "销售主管 2 天强化训练营" in document.text  # the PDF's own text
+
+
+def test_a_message_attached_to_an_outlook_message_is_read_as_a_forwarded_e_mail() -> None:
+    document = read_msg("msg_parser-outer.msg", "outer.msg")
+    head, attached = document.text.split("## outer.msg/test.eml", 1)
+    assert "Subject: outer subject" in head and "Outer body" in head
+    assert "Subject: test" in attached and "To: test@foobar.com" in attached and "body" in attached
+
+
+def test_a_damaged_outlook_message_is_refused_as_damaged() -> None:
+    with pytest.raises(RagError) as caught:
+        extract_document(outlook_message(), DocFormat.OUTLOOK_MESSAGE, filename="mail.msg")
+    assert caught.value.code is ErrorCode.EXTRACTION_FAILED
+    assert "The Outlook message is damaged" in caught.value.message

@@ -14,6 +14,7 @@ from rag_worker.ingest.extraction import extract_document
 from rag_worker.ingest.formats import DocFormat
 from rag_worker.ingest.ocr import OcrOptions
 from rag_worker.ingest.pdf_pages import unreadable_layer
+from rag_worker.ingest.pdf_spacing import PlacedChar, respace, spaced_text
 from tests.fixtures.documents import real_world_pdf
 from tests.fixtures.pdf_layers import (
     make_glyph_name_layer_pdf,
@@ -159,3 +160,55 @@ def test_pdf_of_drawings_without_text_is_refused_without_blaming_the_scan() -> N
     assert caught.value.code is ErrorCode.EXTRACTION_FAILED
     assert "drawings or images without legible text" in caught.value.message
     assert "sharper scan" not in caught.value.message
+
+
+# --- spacing of real text layers (issue 27 item 6) --------------------------------------------
+
+REAL_FILES = Path(__file__).resolve().parent.parent / "fixtures" / "real_files"
+
+
+def real_pdf_text(name: str) -> str:
+    return extract_document((REAL_FILES / name).read_bytes(), DocFormat.PDF, ocr=OcrOptions(mode="off")).text
+
+
+def test_words_a_text_layer_runs_together_are_spaced_from_the_gaps_between_the_glyphs() -> None:
+    """pdfplumber's issue-598 page (LaTeX output, no space characters): pypdf alone gives
+    'Thinkofyourfavoritescienceﬁctionmovie.'; the gaps between the glyphs say where the words end."""
+    text = real_pdf_text("pdfplumber-issue-598-example.pdf")
+    assert "Think of your favorite science fiction movie." in text
+    assert "Lesson Objectives" in text
+    assert "Explain the importance of asking questions." in text
+    assert "Thinkofyour" not in text
+
+
+def test_an_ocr_text_layer_with_letters_spread_apart_keeps_its_words_whole() -> None:
+    """pypdf's indirect-rotation.pdf: an OCR layer places every letter apart; pdfium alone would
+    write 'Nort h Buon a Vist a Driv e'.  The words stay as the layer spells them."""
+    text = real_pdf_text("pypdf-indirect-rotation.pdf")
+    assert "9 North Buona Vista Drive" in text
+    assert "American President Lines, Ltd" in text
+    assert "Scottsdale, AZ 85254-1781" in text
+
+
+def test_single_letters_set_apart_are_not_joined_into_a_word() -> None:
+    """pdfplumber's ag-energy report: a chart's month initials are separate labels, not letter-spaced text."""
+    text = real_pdf_text("pdfplumber-ag-energy-round-up-2017-02-24.pdf")
+    assert "J F M A M J J A S O N D" in text
+    assert "JFMAMJJASOND" not in text
+
+
+def test_a_letter_spaced_run_loses_the_spaces_where_the_glyphs_touch() -> None:
+    """No real file with letter-spaced monospace was found in the suites searched; the rule is shown
+    on pypdf's and pdfium's texts of such a line: single letters whose glyphs touch are one word."""
+    touching = [PlacedChar(char, False, 10.0 * n, 10.0 * n + 10, 12.0) for n, char in enumerate("Detectron2")]
+    pdfium_text = spaced_text(touching)
+    assert respace("built on D e t e c t r o n 2 today", "built on " + pdfium_text + " today") == (
+        "built on Detectron2 today"
+    )
+
+
+def test_words_of_normal_text_are_never_joined() -> None:
+    """Only a run of three or more single letters is joined; words of two letters or more stay apart
+    even where pdfium's text has no space between them."""
+    assert respace("it is a b c", "itisabc") == "it is abc"
+    assert respace("go to it", "gotoit") == "go to it"
