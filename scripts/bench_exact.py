@@ -26,6 +26,7 @@ prints nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import statistics
 import sys
@@ -246,11 +247,14 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--parts", default="exact,languages", help="exact, languages or both (comma-separated)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--keep", type=Path, help="build in this new directory and keep it (for bench_query_trees.py)")
     options = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
     async def run() -> dict[str, Any]:
-        with tempfile.TemporaryDirectory(prefix="bench-exact-") as tmp:
+        with contextlib.nullcontext(str(options.keep)) if options.keep else tempfile.TemporaryDirectory(prefix="bench-exact-") as tmp:
+            if options.keep:
+                options.keep.mkdir(parents=True)  # a new directory: never mixed with an older build
             results: dict[str, Any] = {}
             if "exact" in options.parts:
                 results["exact"] = await exact(Path(tmp), options.docs, options.questions)
