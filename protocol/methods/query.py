@@ -99,6 +99,29 @@ QUERY_SIMPLE = MethodSpec(
     QUERY_RESULT,
 )
 
+# The second step of a question searched across knowledge bases (SPEC §3 "Search by default"):
+# the front merged the passages of the caller's own knowledge base and the shared ones, and the
+# worker writes one answer from them in the caller's workspace.  Called by the front, not a tool.
+_ASKED = {name: QUERY_PARAMS["properties"][name] for name in ("query", "mode", "history_turns", "conversation_history", "response_type")}
+ANSWER_PARAMS = obj(
+    {
+        **_ASKED,
+        "stream": boolean("answer text as progress", default=False),
+        "sources": array(SOURCE, max_items=1000),
+        "entities": open_list("{name, type, description} objects", max_items=1000),
+        "relationships": open_list("{source, target, keywords, description} objects", max_items=2000),
+    },
+    required=["query", "sources"],
+)
+ANSWER_RESULT = obj(
+    {
+        "answer": nullable(string("None: no LLM is configured, or it did not answer (see notes)", max_length=10_000_000)),
+        "notes": array(string(max_length=2000), max_items=20),
+    },
+    closed=False,
+)
+ANSWER = MethodSpec("query/answer", ANSWER_PARAMS, ANSWER_RESULT)
+
 # The methods this area declares (METHODS is built from them) and what it exports to `protocol.methods`.
-SPECS = (QUERY, QUERY_SIMPLE, STREAM_QUERY)
-__all__ = ["QUERY", "QUERY_SIMPLE", "STREAM_QUERY"]
+SPECS = (QUERY, QUERY_SIMPLE, STREAM_QUERY, ANSWER)
+__all__ = ["ANSWER", "QUERY", "QUERY_SIMPLE", "STREAM_QUERY"]
