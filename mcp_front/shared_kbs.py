@@ -94,7 +94,8 @@ async def answer(
 
     async def search_shared(kb: SharedKnowledgeBase) -> None:
         try:  # a shared knowledge base that fails leaves the caller's own answer whole
-            found[kb.name] = await serve(in_shared(identity, kb), shared_arguments(arguments, tool), kb.name)
+            method = m.QUERY if written else None  # streamed once merged (m.ANSWER), not per knowledge base
+            found[kb.name] = await serve(in_shared(identity, kb), shared_arguments(arguments, tool), kb.name, method)
         except RagError as exc:
             log.warning("searching shared knowledge base %s failed: %s", kb.name, exc.code.value)
 

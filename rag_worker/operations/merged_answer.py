@@ -17,7 +17,7 @@ from typing import Any
 
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
-from rag_worker.operations.querying import LLM_FAILED_NOTE, history_of, written_answer
+from rag_worker.operations.querying import LLM_FAILED_NOTE, history_of, stream_sources, written_answer
 
 
 async def answer_from_passages(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -26,16 +26,19 @@ async def answer_from_passages(ctx: RequestContext, args: dict[str, Any]) -> dic
     from lightrag import QueryParam
 
     ws = await ctx.state.engines.get(ctx.workspace)
-    if not ws.llm_configured or not (args["sources"] or args.get("entities") or args.get("relationships")):
-        return {"answer": None, "notes": []}
-    param = QueryParam(mode="bypass", stream=bool(args["stream"]), conversation_history=history_of(args))
-    try:
-        raw = await ws.rag.aquery_llm(str(args["query"]), param, system_prompt=answer_prompt(args, ws.rag.user_prompt_prefix))
-        return {"answer": await written_answer(ctx, raw.get("llm_response") or {}), "notes": []}
-    except RagError as exc:
-        if exc.code != ErrorCode.PROCESSING_FAILED:
-            raise
-    return {"answer": None, "notes": [LLM_FAILED_NOTE]}
+    notes: list[str] = []
+    if ws.llm_configured and (args["sources"] or args.get("entities") or args.get("relationships")):
+        param = QueryParam(mode="bypass", stream=bool(args["stream"]), conversation_history=history_of(args))
+        try:
+            raw = await ws.rag.aquery_llm(str(args["query"]), param, system_prompt=answer_prompt(args, ws.rag.user_prompt_prefix))
+            return {"answer": await written_answer(ctx, raw.get("llm_response") or {}), "notes": notes}
+        except RagError as exc:
+            if exc.code != ErrorCode.PROCESSING_FAILED:
+                raise
+            notes.append(LLM_FAILED_NOTE)
+    if args["stream"]:  # no answer to stream: the merged passages are (as a one-workspace query streams its own)
+        await stream_sources(ctx, args["sources"])
+    return {"answer": None, "notes": notes}
 
 
 def answer_prompt(args: dict[str, Any], user_prompt_prefix: str = "") -> str:

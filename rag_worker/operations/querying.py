@@ -133,8 +133,7 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
     else:
         status = "answered" if with_llm else "context_only"
     if stream and not with_llm and found:
-        for index, source in enumerate(sources):
-            await ctx.progress(index + 1, len(sources), f"[{index + 1}] {source['filename']}: {_preview(source['content'])}")
+        await stream_sources(ctx, sources)
     entities = [_entity(e) for e in (data.get("entities") or [])]
     relationships = [_relation(r) for r in (data.get("relationships") or [])]
     if not with_llm:  # the calling model reads this context on every later turn: fit it to the budget
@@ -144,6 +143,12 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
     found_parts = {"status": status, "answer": answer, "sources": sources, "entities": entities,
                    "relationships": relationships, "notes": notes}
     return _query_result(ws, query, mode, started, found_parts, (raw.get("metadata") or {}).get("keywords"))
+
+
+async def stream_sources(ctx: RequestContext, sources: list[dict[str, Any]]) -> None:
+    """A streamed query without a written answer: each passage's preview as progress."""
+    for index, source in enumerate(sources):
+        await ctx.progress(index + 1, len(sources), f"[{index + 1}] {source['filename']}: {_preview(source['content'])}")
 
 
 def _query_result(ws: Workspace, query: str, mode: str, started: float, found: dict[str, Any],

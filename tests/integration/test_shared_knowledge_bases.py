@@ -178,3 +178,19 @@ async def test_with_an_llm_a_question_without_workspace_is_answered_from_the_mer
         prompt = "\n".join(str(m["content"]) for m in written[0].body["messages"] if m["role"] == "system")
         assert "[1] handbook: leave.md" in prompt  # the sources in the prompt name their knowledge base
         assert all(json.dumps(s["content"], ensure_ascii=False)[1:-1] in prompt for s in data["sources"]), data["sources"]
+
+
+@pytest.mark.slow
+async def test_with_an_llm_a_streamed_question_without_workspace_streams_the_one_merged_answer(home: Path) -> None:
+    pieces: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if message:
+            pieces.append(message)
+
+    with FakeLLMServer(api_key=KEY, embedding_dim=64) as fake:
+        async with running_server(home, **user_env(home, "alice", **llm_env(fake))) as alice:
+            await ok(alice, "upload_to_lightrag", upload("leave.md", HANDBOOK_MD, workspace="handbook"))
+            result = await alice.call("lightrag_stream_query", QUESTION, progress_callback=on_progress)
+    answer = result.structured_content["answer"]
+    assert "31 days" in answer and "".join(pieces) == answer  # only the answer's pieces: no passages per knowledge base
