@@ -157,10 +157,13 @@ async def team(home: Path, mode: str, users: int, book: list[MachineDoc], own: l
         row["rss_started_mb"] = tree_memory(server.process.pid)["total"]
         if mode == "shared":
             row["handbook_indexing_s"] = round(await each([("admin", doc, {"workspace": "handbook"}) for doc in book], store), 1)
-        else:  # every user's own copy, one user after the other (the time of one copy is what scales)
-            row["handbook_indexing_s_per_copy"] = [
-                round(await each([(user(index), doc, {}) for doc in book], store), 1) for index in range(users)
-            ]
+        else:  # every user's own copy, one user after the other: the time and memory of one copy is what scales
+            row["handbook_indexing_s_per_copy"], row["rss_after_copy_mb"] = [], []
+            for index in range(users):
+                row["handbook_indexing_s_per_copy"].append(round(await each([(user(index), doc, {}) for doc in book], store), 1))
+                async with session(user(index)) as client:
+                    await ok(client, "lightrag_query", {"query": book[index].question, "mode": "mix"})
+                row["rss_after_copy_mb"].append(tree_memory(server.process.pid)["total"])
         mine = [(user(index), doc, {}) for index in range(users) for doc in own[index]]
         row["own_indexing_s"] = round(await each(mine, store), 1)
         for round_ in range(rounds):
@@ -190,10 +193,12 @@ async def stdio_processes(
     fronts: list[int] = []
     curve: list[dict[str, Any]] = []
     questions = Questions()
+    step_gib = 0.0  # what the last process added: the next one must fit under the ceiling too
     for index in range(wanted):
-        if used_gib() > MEMORY_CEILING_GIB:
+        if used_gib() + step_gib > MEMORY_CEILING_GIB:
             print(f"stdio: stopped at {index} processes, machine uses {used_gib():.1f} GiB", file=sys.stderr, flush=True)
             break
+        before = used_gib()
         client = await stack.enter_async_context(running_server(home, **stdio_env(data, user(index))))
         health = await client.wait_ready(timeout=300)
         fronts.append(int(health["components"]["front"]["pid"]))
@@ -207,12 +212,17 @@ async def stdio_processes(
         trees = [tree_memory(pid) for pid in fronts]
         curve.append({"processes": index + 1, "rss_total_mb": round(sum(t["total"] for t in trees), 1),
                       "pss_total_mb": round(sum(t["pss_total"] for t in trees), 1), "machine_used_gib": round(used_gib(), 1)})
+        step_gib = max(step_gib, used_gib() - before)
     return clients, curve, questions
 
 
 def growth(curve: list[dict[str, Any]], users: int, key: str = "rss_total_mb") -> dict[str, Any]:
     """MB per added user process (the curve's least-squares slope) and the line at `users`."""
-    xs, ys = [row["processes"] for row in curve], [row[key] for row in curve]
+    return line([row["processes"] for row in curve], [row[key] for row in curve], users)
+
+
+def line(xs: list[int], ys: list[float], users: int) -> dict[str, Any]:
+    """The least-squares slope of ys over xs (MB per user) and its value at `users`."""
     if len(xs) < 2:
         return {"per_user_mb": ys[0] if ys else None, f"extrapolated_to_{users}_mb": round(ys[0] * users, 1) if ys else None}
     mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
@@ -220,33 +230,44 @@ def growth(curve: list[dict[str, Any]], users: int, key: str = "rss_total_mb") -
     return {"per_user_mb": round(slope, 1), f"extrapolated_to_{users}_mb": round(mean_y + slope * (users - mean_x), 1)}
 
 
-async def until(reader: Client, doc: MachineDoc, present: bool) -> float:
-    """perf_counter() when the reader's answer first does (or no longer does) hold `doc`'s fact."""
+async def until(reader: Client, doc: MachineDoc, present: bool, first: list[float]) -> float:
+    """perf_counter() when the reader's answer first does (or no longer does) hold `doc`'s fact;
+    when its first question after the write already does, that question's seconds go to `first`
+    (it includes loading the writer's commit)."""
+    asked = 0
     with anyio.fail_after(SEEN_TIMEOUT_S):
         while True:
+            began = time.perf_counter()
             result = await ok(reader, "lightrag_query", {"query": doc.question, "mode": "mix", "workspace": "handbook"})
+            asked += 1
             if (doc.fact in answer_text(result)) == present:
+                if asked == 1:
+                    first.append(time.perf_counter() - began)
                 return time.perf_counter()
             await anyio.sleep(0.1)
 
 
 async def freshness(home: Path, data: Path, readers: list[Client], new: MachineDoc) -> dict[str, Any]:
-    """A writer process beside the readers: seconds until every reader sees its upload, its delete."""
+    """A writer process beside the readers: seconds until every reader sees its upload, its delete
+    (the readers asked one after another), and how many saw it at their first question after it."""
     seen: dict[str, list[float]] = {"upload": [], "delete": []}
+    first: dict[str, list[float]] = {"upload": [], "delete": []}
     async with running_server(home, **stdio_env(data, "editor", "ADMIN")) as writer:
         await writer.wait_ready(timeout=300)
         stored = await ok(writer, "upload_to_lightrag", upload(new, workspace="handbook"))
         acknowledged = time.perf_counter()
         for client in readers:
-            seen["upload"].append(await until(client, new, True) - acknowledged)
+            seen["upload"].append(await until(client, new, True, first["upload"]) - acknowledged)
         document = stored.structured_content["document_id"]
         await ok(writer, "lightrag_delete_documents", {"document_ids": [document], "workspace": "handbook"})
         acknowledged = time.perf_counter()
         for client in readers:
-            seen["delete"].append(await until(client, new, False) - acknowledged)
+            seen["delete"].append(await until(client, new, False, first["delete"]) - acknowledged)
     return {"readers": len(readers)} | {
         f"{what}_seen_by_all_s": round(max(values), 2) for what, values in seen.items()
-    } | {f"{what}_seen_p50_s": round(percentile(sorted(values), 0.5), 2) for what, values in seen.items()}
+    } | {f"{what}_seen_p50_s": round(percentile(sorted(values), 0.5), 2) for what, values in seen.items()} | {
+        f"{what}_seen_at_first_question": f"{len(values)}/{len(readers)}" for what, values in first.items()
+    } | {f"{what}_first_question_p50_s": round(percentile(sorted(v), 0.5), 2) for what, v in first.items() if v}
 
 
 def emit(label: str, row: dict[str, Any]) -> None:
@@ -259,7 +280,7 @@ async def stdio_part(home: Path, options: argparse.Namespace, book: list[Machine
         clients, curve, questions = await stdio_processes(stack, home, data, options.stdio, book, own, options.questions)
         for row in curve:
             emit("stdio shared: RSS as user processes start", row)
-        emit("stdio shared", {"processes": len(clients), **questions.row(), **growth(curve, options.users),
+        emit("stdio shared", {"processes": len(clients), **questions.row(), **growth(curve, options.extrapolate),
                               "extrapolated": f"linear in processes, from {len(curve)} measured"})
         if "freshness" in options.only:
             emit("freshness", {**await freshness(home, data, clients, new), "floor_s": READER_CHECK_S})
@@ -279,15 +300,12 @@ async def main_async(options: argparse.Namespace) -> None:
             await stdio_part(Path(tmp) / "shared", options, book, own, new)
         if "private" in options.only:
             row = await team(Path(tmp) / "private", "private", options.copies, book, own, options.questions)
-            per_copy = (row["rss_total_mb"] - row["rss_started_mb"]) / options.copies
+            to = options.extrapolate
             emit("http private copies", row)
             emit("http private copies, extrapolated", {
-                "measured_copies": options.copies, "users": options.users,
-                "rss_per_copy_mb": round(per_copy, 1),
-                f"rss_{options.users}_copies_mb": round(row["rss_started_mb"] + per_copy * options.users, 1),
-                f"handbook_indexing_{options.users}_copies_s": round(
-                    sum(row["handbook_indexing_s_per_copy"]) / options.copies * options.users),
-                f"disk_{options.users}_copies_mb": round(row["disk_mb"] / options.copies * options.users, 1),
+                "measured_copies": options.copies, "rss_after_each_copy": line(list(range(1, options.copies + 1)), row["rss_after_copy_mb"], to),
+                f"handbook_indexing_{to}_copies_s": round(sum(row["handbook_indexing_s_per_copy"]) / options.copies * to),
+                f"disk_{to}_copies_mb": round(row["disk_mb"] / options.copies * to, 1),
                 "extrapolated": "linear in copies"})  # fmt: skip
             if "stdio" in options.only:
                 await stdio_private(Path(tmp) / "private", options, book, own)
@@ -300,7 +318,7 @@ async def stdio_private(home: Path, options: argparse.Namespace, book: list[Mach
         _, curve, questions = await stdio_processes(stack, home, data, options.copies, book, own, options.questions)
     for row in curve:
         emit("stdio private copies: RSS as user processes start", row)
-    emit("stdio private copies", {"processes": len(curve), **questions.row(), **growth(curve, options.users),
+    emit("stdio private copies", {"processes": len(curve), **questions.row(), **growth(curve, options.extrapolate),
                                   "extrapolated": f"linear in processes, from {len(curve)} measured"})
 
 
@@ -312,6 +330,7 @@ def main() -> int:
     parser.add_argument("--questions", type=int, default=2, help="rounds of questions (one on the handbook, one on their own)")
     parser.add_argument("--copies", type=int, default=3, help="private copies of the handbook measured")
     parser.add_argument("--stdio", type=int, default=50, help="stdio user processes at most")
+    parser.add_argument("--extrapolate", type=int, default=50, help="users the measured growth is extrapolated to")
     parser.add_argument("--only", default="shared,stdio,freshness,private", help="comma list of parts to run")
     options = parser.parse_args()
     options.only = set(options.only.split(","))
