@@ -164,9 +164,11 @@ def wants_answer(arguments: Mapping[str, Any], tool: Tool) -> bool:
 
 def answer_arguments(arguments: Mapping[str, Any], tool: Tool, merged: Mapping[str, Any]) -> dict[str, Any]:
     """`m.ANSWER`'s arguments: the question as asked and the merged passages and graph items."""
-    asked = {name: arguments[name] for name in m.ANSWER.params_schema["properties"] if name in arguments}
-    return {**asked, "stream": tool.method is m.STREAM_QUERY, "sources": merged["sources"],
-            "entities": merged["entities"], "relationships": merged["relationships"]}  # fmt: skip
+    wanted = m.ANSWER.params_schema["properties"]
+    asked = {name: arguments[name] for name in wanted if name in arguments}
+    sent = {key: [{name: item.get(name) for name in wanted[key]["items"]["properties"]} for item in merged[key]]
+            for key in ("sources", "entities", "relationships")}  # fmt: skip
+    return {**asked, **sent, "stream": tool.method is m.STREAM_QUERY}
 
 
 def answered(merged: dict[str, Any], written: Mapping[str, Any]) -> dict[str, Any]:

@@ -192,7 +192,8 @@ async def test_an_answer_asked_for_is_written_once_from_the_merged_passages() ->
     searches = sorted((name, kb or "", args.get("only_context")) for name, kb, args in calls[:2])
     assert searches == [("query/run", "", True), ("query/run", "handbook", True)]  # passages only, from each
     assert calls[2][0] == m.ANSWER.name and calls[2][2]["mode"] == "naive" and len(calls) == 3
-    assert calls[2][2]["sources"] == result["sources"]  # the merged passages, as the result lists them
+    given = [(s["knowledge_base"], s["content"]) for s in calls[2][2]["sources"]]
+    assert given == [(s["knowledge_base"], s["content"]) for s in result["sources"]]  # the merged passages, as listed
     assert result["status"] == "answered" and result["answer"] == " + ".join(s["knowledge_base"] for s in result["sources"])
 
 
