@@ -73,7 +73,8 @@ async def answer(
     shared = settings.shared_kbs.lookup(knowledge_base) if knowledge_base else None
     if shared is not None:
         return await serve(own, arguments, shared.name)
-    also = searched_too(settings, identity, tool, knowledge_base)
+    # bypass retrieves nothing (the LLM alone answers): nothing to search in a shared knowledge base
+    also = [] if arguments.get("mode") == "bypass" else searched_too(settings, identity, tool, knowledge_base)
     if not also:
         result = await serve(own, arguments, knowledge_base)
         if tool.method is m.LIST_KNOWLEDGE_BASES:

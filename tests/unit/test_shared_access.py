@@ -205,6 +205,13 @@ async def test_only_passages_asked_for_write_no_answer() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_bypass_question_goes_to_the_callers_own_llm_alone() -> None:
+    calls: list[tuple[str, str | None, dict[str, Any]]] = []
+    await answer(SETTINGS, QUERY, person("bob"), None, {"query": "q", "mode": "bypass"}, recording(calls))
+    assert [(name, kb) for name, kb, _ in calls] == [("tool", None)]
+
+
+@pytest.mark.anyio
 async def test_the_listings_shared_rows_carry_the_document_count_the_worker_gives_for_each() -> None:
     calls: list[tuple[str, str | None, dict[str, Any]]] = []
     listing = BY_NAME["lightrag_list_knowledge_bases"]
