@@ -80,22 +80,39 @@ async def answer(
         if tool.method is m.LIST_KNOWLEDGE_BASES:
             result = with_shared_rows(result, await counted(shared_rows(settings, identity), identity, settings, serve))
         return result
+    written = wants_answer(arguments, tool)
+    merged = await searched(identity, own, also, tool, arguments, serve, passages_only=written)
+    if written and merged["status"] != NO_RESULTS_STATUS:
+        merged = answered(merged, await serve(own, answer_arguments(arguments, tool, merged), None, m.ANSWER))
+    return merged
+
+
+async def searched(
+    identity: Identity,
+    own: Identity,
+    also: list[SharedKnowledgeBase],
+    tool: Tool,
+    arguments: dict[str, Any],
+    serve: Serve,
+    *,
+    passages_only: bool,
+) -> dict[str, Any]:
+    """The question asked of the caller's own knowledge base and of `also` at once, merged.
+
+    The shared ones are asked for passages only (one answer is written); with `passages_only`
+    the caller's own too, by the plain query method (nothing streamed per knowledge base)."""
     found: dict[str, dict[str, Any]] = {}
     failed: list[RagError] = []
-    written = wants_answer(arguments, tool)
+    method = m.QUERY if passages_only else None
 
     async def search_own() -> None:
         try:  # raised after the group: the caller gets the error itself, not an exception group
-            if written:  # passages only, without streaming them: the answer is written from all of them
-                found[""] = await serve(own, shared_arguments(arguments, tool), None, m.QUERY)
-            else:
-                found[""] = await serve(own, arguments, None)
+            found[""] = await serve(own, shared_arguments(arguments, tool) if passages_only else arguments, None, method)
         except RagError as exc:
             failed.append(exc)
 
     async def search_shared(kb: SharedKnowledgeBase) -> None:
         try:  # a shared knowledge base that fails leaves the caller's own answer whole
-            method = m.QUERY if written else None  # streamed once merged (m.ANSWER), not per knowledge base
             found[kb.name] = await serve(in_shared(identity, kb), shared_arguments(arguments, tool), kb.name, method)
         except RagError as exc:
             log.warning("searching shared knowledge base %s failed: %s", kb.name, exc.code.value)
@@ -106,10 +123,7 @@ async def answer(
             tg.start_soon(search_shared, kb)
     if failed:
         raise failed[0]
-    merged = merged_query(found.pop(""), [(kb.name, found[kb.name]) for kb in also if kb.name in found])
-    if written and merged["status"] != NO_RESULTS_STATUS:
-        merged = answered(merged, await serve(own, answer_arguments(arguments, tool, merged), None, m.ANSWER))
-    return merged
+    return merged_query(found.pop(""), [(kb.name, found[kb.name]) for kb in also if kb.name in found])
 
 
 def member(identity: Identity) -> Member:
