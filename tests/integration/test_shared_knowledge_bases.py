@@ -194,3 +194,18 @@ async def test_with_an_llm_a_streamed_question_without_workspace_streams_the_one
             result = await alice.call("lightrag_stream_query", QUESTION, progress_callback=on_progress)
     answer = result.structured_content["answer"]
     assert "31 days" in answer and "".join(pieces) == answer  # only the answer's pieces: no passages per knowledge base
+
+
+async def test_without_an_llm_a_streamed_question_without_workspace_streams_the_merged_passages(home: Path) -> None:
+    pieces: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if message:
+            pieces.append(message)
+
+    async with running_server(home, **user_env(home, "alice")) as alice:
+        await ok(alice, "upload_to_lightrag", upload("leave.md", HANDBOOK_MD, workspace="handbook"))
+        result = await alice.call("lightrag_stream_query", QUESTION, progress_callback=on_progress)
+    sources = result.structured_content["sources"]
+    assert result.structured_content["status"] == "context_only" and sources[0]["knowledge_base"] == "handbook"
+    assert len(pieces) == len(sources) and pieces[0].startswith("[1] leave.md: # Leave policy")
