@@ -49,7 +49,7 @@ from mcp_front.startup import PROJECT_ROOT, check_http_exposure, checked_setting
 from mcp_front.supervisor import WorkerSupervisor, front_rss_mb
 from mcp_front.wire import answer_unreadable_lines
 from mcp_front.worker_process import worker_command
-from protocol import ErrorCode, RagError
+from protocol import ErrorCode, MethodSpec, RagError
 from protocol.context import CallContext
 
 log = logging.getLogger("mcp_front")
@@ -172,8 +172,8 @@ class FrontApp:
     ) -> dict[str, Any]:
         """Serve the call in the knowledge base it names (`mcp_front.shared_kbs.answer`)."""
 
-        async def serve(who: Identity, args: dict[str, Any], kb: str | None) -> dict[str, Any]:
-            return await self._serve(ctx, tool, who, args, filled, cid, kb)
+        async def serve(who: Identity, args: dict[str, Any], kb: str | None, method: MethodSpec | None = None) -> dict[str, Any]:
+            return await self._serve(ctx, tool, who, args, filled, cid, kb, method)
 
         return await answer(self.settings, tool, identity, knowledge_base, arguments, serve)
 
@@ -186,9 +186,11 @@ class FrontApp:
         filled: dict[str, Any],
         cid: str,
         knowledge_base: str | None = None,
+        method: MethodSpec | None = None,
     ) -> dict[str, Any]:
         """Answer the call: a front-answered tool with the defaults filled in; else the worker, which
-        gets what the caller sent (it fills the same defaults, and audits the call as sent)."""
+        gets what the caller sent (it fills the same defaults, and audits the call as sent), by the
+        tool's method or `method` (a step of a search across knowledge bases)."""
         progress_token = (ctx.meta or {}).get("progress_token")
         context = CallContext(
             workspace=identity.workspace,
@@ -213,7 +215,8 @@ class FrontApp:
 
         if tool.front_handler is not None:
             return await tool.front_handler(self._front_call(identity, filled, call_worker))
-        result = await call_worker(tool.method.name, arguments, tool.timeout or self.settings.call_timeout)
+        spec = method or tool.method
+        result = await call_worker(spec.name, arguments, spec.timeout or self.settings.call_timeout)
         if not isinstance(result, dict):
             raise RagError(ErrorCode.INTERNAL_ERROR)
         return result

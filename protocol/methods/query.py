@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from protocol.context import MAX_KNOWLEDGE_BASE_NAME
 from protocol.schema import (
     MethodSpec,
     array,
@@ -99,6 +100,38 @@ QUERY_SIMPLE = MethodSpec(
     QUERY_RESULT,
 )
 
+# The second step of a question searched across knowledge bases (SPEC §3 "Search by default"):
+# the front merged the passages of the caller's own knowledge base and the shared ones, and the
+# worker writes one answer from them in the caller's workspace.  Called by the front, not a tool.
+_ASKED = {name: QUERY_PARAMS["properties"][name] for name in ("query", "mode", "history_turns", "conversation_history", "response_type")}
+_NAME = nullable(string(max_length=1000))
+_TEXT = nullable(string(max_length=10_000))
+PASSAGE = obj(
+    {"knowledge_base": string(max_length=MAX_KNOWLEDGE_BASE_NAME), "filename": string(max_length=512),
+     "content": string(max_length=1_000_000)},
+    required=["content"],
+)  # fmt: skip
+ANSWER_PARAMS = obj(
+    {
+        **_ASKED,
+        "stream": boolean("answer text as progress", default=False),
+        "sources": array(PASSAGE, max_items=1000),
+        "entities": array(obj({"name": _NAME, "type": _NAME, "description": _TEXT}), max_items=1000),
+        "relationships": array(
+            obj({"source": _NAME, "target": _NAME, "keywords": _TEXT, "description": _TEXT}), max_items=2000
+        ),
+    },
+    required=["query", "sources"],
+)
+ANSWER_RESULT = obj(
+    {
+        "answer": nullable(string("None: no LLM is configured, or it did not answer (see notes)", max_length=10_000_000)),
+        "notes": array(string(max_length=2000), max_items=20),
+    },
+    closed=False,
+)
+ANSWER = MethodSpec("query/answer", ANSWER_PARAMS, ANSWER_RESULT)
+
 # The methods this area declares (METHODS is built from them) and what it exports to `protocol.methods`.
-SPECS = (QUERY, QUERY_SIMPLE, STREAM_QUERY)
-__all__ = ["QUERY", "QUERY_SIMPLE", "STREAM_QUERY"]
+SPECS = (QUERY, QUERY_SIMPLE, STREAM_QUERY, ANSWER)
+__all__ = ["ANSWER", "QUERY", "QUERY_SIMPLE", "STREAM_QUERY"]

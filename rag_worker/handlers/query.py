@@ -1,4 +1,5 @@
-"""Query methods: the full query, its streamed form, and the simple LibreChat form."""
+"""Query methods: the full query, its streamed form, the simple LibreChat form, and the answer
+from passages merged across knowledge bases."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 from protocol import methods as m
 from rag_worker.context import RequestContext
 from rag_worker.dispatch import handles
+from rag_worker.operations.merged_answer import answer_from_passages
 from rag_worker.operations.querying import run_query
 
 
@@ -30,3 +32,9 @@ async def simple_query(ctx: RequestContext, args: dict[str, Any]) -> dict[str, A
             {"content": source["content"], "relevance_score": source["relevance_score"]} for source in result["sources"]
         ]
     return result
+
+
+@handles(m.ANSWER)
+async def answer(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    """The front's second step of a question searched across knowledge bases: one answer from the merged passages."""
+    return await answer_from_passages(ctx, args)

@@ -42,10 +42,7 @@ def query_param(args: dict[str, Any], *, stream: bool, with_llm: bool) -> Any:
     """LightRAG's QueryParam from validated tool arguments."""
     from lightrag import QueryParam
 
-    turns = int(args["history_turns"])
-    history = list(args.get("conversation_history") or [])
-    # LightRAG 1.5.7 has no history_turns: keep the last N user/assistant pairs ourselves.
-    history = history[-2 * turns :] if turns else []
+    history = history_of(args)
     param = QueryParam(
         mode=args["mode"],
         top_k=int(args["top_k"]),
@@ -59,6 +56,14 @@ def query_param(args: dict[str, Any], *, stream: bool, with_llm: bool) -> Any:
     if args.get("response_type"):
         param.response_type = str(args["response_type"])
     return param
+
+
+def history_of(args: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conversation history LightRAG is given: the last `history_turns` user/assistant pairs
+    (LightRAG 1.5.7 has no history_turns of its own)."""
+    turns = int(args["history_turns"])
+    history = list(args.get("conversation_history") or [])
+    return history[-2 * turns :] if turns else []
 
 
 async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool = False) -> dict[str, Any]:
@@ -92,7 +97,7 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
     answer = None
     if with_llm:
         try:
-            answer = await _answer(ctx, raw.get("llm_response") or {})
+            answer = await written_answer(ctx, raw.get("llm_response") or {})
         except RagError as exc:
             if exc.code != ErrorCode.PROCESSING_FAILED:
                 raise
@@ -128,8 +133,7 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
     else:
         status = "answered" if with_llm else "context_only"
     if stream and not with_llm and found:
-        for index, source in enumerate(sources):
-            await ctx.progress(index + 1, len(sources), f"[{index + 1}] {source['filename']}: {_preview(source['content'])}")
+        await stream_sources(ctx, sources)
     entities = [_entity(e) for e in (data.get("entities") or [])]
     relationships = [_relation(r) for r in (data.get("relationships") or [])]
     if not with_llm:  # the calling model reads this context on every later turn: fit it to the budget
@@ -139,6 +143,12 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
     found_parts = {"status": status, "answer": answer, "sources": sources, "entities": entities,
                    "relationships": relationships, "notes": notes}
     return _query_result(ws, query, mode, started, found_parts, (raw.get("metadata") or {}).get("keywords"))
+
+
+async def stream_sources(ctx: RequestContext, sources: list[dict[str, Any]]) -> None:
+    """A streamed query without a written answer: each passage's preview as progress."""
+    for index, source in enumerate(sources):
+        await ctx.progress(index + 1, len(sources), f"[{index + 1}] {source['filename']}: {_preview(source['content'])}")
 
 
 def _query_result(ws: Workspace, query: str, mode: str, started: float, found: dict[str, Any],
@@ -162,7 +172,9 @@ def _query_result(ws: Workspace, query: str, mode: str, started: float, found: d
     }
 
 
-async def _answer(ctx: RequestContext, llm_response: dict[str, Any]) -> str | None:
+async def written_answer(ctx: RequestContext, llm_response: dict[str, Any]) -> str | None:
+    """The LLM's answer from LightRAG's `llm_response`, streamed as progress when it streams;
+    PROCESSING_FAILED when the LLM gave none."""
     if llm_response.get("is_streaming") and llm_response.get("response_iterator") is not None:
         parts: list[str] = []
         async for piece in llm_response["response_iterator"]:

@@ -13,8 +13,10 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.fakes.openai_server import FakeLLMServer
 from tests.integration.harness import Client, error_of, running_server
 from tests.integration.http_harness import bearer, http_server, mcp_client
+from tests.integration.test_llm_mode import KEY, llm_env
 
 pytestmark = pytest.mark.anyio
 
@@ -145,3 +147,65 @@ async def test_over_http_a_gateways_role_header_grants_writing_and_a_person_toke
         async with mcp_client(server.url, bearer(ann)) as person:
             mine = await person.call("lightrag_query", {**QUESTION, "workspace": "handbook"})
             assert "31 days" in text_of(mine)  # everyone reads; ann's namespace is token:ann
+
+
+async def test_the_listing_counts_a_shared_knowledge_bases_documents_for_its_writer_and_its_readers(home: Path) -> None:
+    async with running_server(home, **user_env(home, "alice")) as alice, running_server(home, **user_env(home, "bob")) as bob:
+        await alice.wait_ready()
+        await bob.wait_ready()
+        await ok(alice, "upload_to_lightrag", upload("leave.md", HANDBOOK_MD, workspace="handbook"))
+        await ok(alice, "upload_to_lightrag", upload("travel.md", "# Travel\n\nTrains beat ZEPHYR-planes.\n", workspace="handbook"))
+        for client in (alice, bob):  # alice's process holds it open; bob's reads the committed files
+            listed = await ok(client, "lightrag_list_knowledge_bases", {})
+            rows = {row["name"]: row for row in listed.structured_content["knowledge_bases"]}
+            assert (rows["handbook"]["documents"], rows["default"]["documents"]) == (2, 0)
+            assert "- handbook: 2 documents, shared, you may read" in text_of(listed)
+
+
+@pytest.mark.slow
+async def test_with_an_llm_a_question_without_workspace_is_answered_from_the_merged_passages(home: Path) -> None:
+    with FakeLLMServer(api_key=KEY, embedding_dim=64) as fake:
+        async with running_server(home, **user_env(home, "alice", **llm_env(fake))) as alice:
+            await ok(alice, "upload_to_lightrag", upload("leave.md", HANDBOOK_MD, workspace="handbook"))
+            await ok(alice, "upload_to_lightrag", upload("notes.md", "# Notes\n\nI took 4 days of ORCHID-leave in May.\n"))
+            fake.reset()
+            result = await ok(alice, "lightrag_query", QUESTION)
+        data = result.structured_content
+        # alice's own knowledge base holds only her 4 days: the answer quotes the handbook's passage
+        assert data["status"] == "answered" and "31 days" in data["answer"], data
+        written = fake.requests_for(prompt_kind="answer")
+        assert len(written) == 1  # one answer, written from the merged passages (none per knowledge base)
+        prompt = "\n".join(str(m["content"]) for m in written[0].body["messages"] if m["role"] == "system")
+        assert "[1] handbook: leave.md" in prompt  # the sources in the prompt name their knowledge base
+        assert all(json.dumps(s["content"], ensure_ascii=False)[1:-1] in prompt for s in data["sources"]), data["sources"]
+
+
+@pytest.mark.slow
+async def test_with_an_llm_a_streamed_question_without_workspace_streams_the_one_merged_answer(home: Path) -> None:
+    pieces: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if message:
+            pieces.append(message)
+
+    with FakeLLMServer(api_key=KEY, embedding_dim=64) as fake:
+        async with running_server(home, **user_env(home, "alice", **llm_env(fake))) as alice:
+            await ok(alice, "upload_to_lightrag", upload("leave.md", HANDBOOK_MD, workspace="handbook"))
+            result = await alice.call("lightrag_stream_query", QUESTION, progress_callback=on_progress)
+    answer = result.structured_content["answer"]
+    assert "31 days" in answer and "".join(pieces) == answer  # only the answer's pieces: no passages per knowledge base
+
+
+async def test_without_an_llm_a_streamed_question_without_workspace_streams_the_merged_passages(home: Path) -> None:
+    pieces: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if message:
+            pieces.append(message)
+
+    async with running_server(home, **user_env(home, "alice")) as alice:
+        await ok(alice, "upload_to_lightrag", upload("leave.md", HANDBOOK_MD, workspace="handbook"))
+        result = await alice.call("lightrag_stream_query", QUESTION, progress_callback=on_progress)
+    sources = result.structured_content["sources"]
+    assert result.structured_content["status"] == "context_only" and sources[0]["knowledge_base"] == "handbook"
+    assert len(pieces) == len(sources) and pieces[0].startswith("[1] leave.md: # Leave policy")

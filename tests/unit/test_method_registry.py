@@ -27,10 +27,11 @@ def test_a_second_handler_for_a_method_is_refused() -> None:
 
 
 def test_every_tool_method_has_a_tool_and_the_tool_reads_its_flags_from_the_spec() -> None:
-    # documents/read takes a tool call's envelope but is served as MCP resources/read, not as a tool.
-    served_as_resources = {m.READ_DOCUMENT.name}
+    # documents/read takes a tool call's envelope but is served as MCP resources/read, not as a tool;
+    # query/answer is the second step of a question the front searched across knowledge bases.
+    not_tools = {m.READ_DOCUMENT.name, m.ANSWER.name}
     tool_methods = {spec.name for spec in m.METHODS.values() if spec.tool_method}
-    assert {tool.method.name for tool in TOOLS} == tool_methods - served_as_resources
+    assert {tool.method.name for tool in TOOLS} == tool_methods - not_tools
     for tool in TOOLS:
         assert tool.read_only is not tool.method.mutates
         assert tool.debug_only is tool.method.debug_only and tool.timeout == tool.method.timeout

@@ -18,6 +18,7 @@ from mcp_front.catalogue import TOOLS
 from mcp_front.identity import Identity, resolve_caller_identity
 from mcp_front.shared_kbs import answer, merged_query, searched_too, shared_rows, shared_target
 from protocol import ErrorCode, RagError
+from protocol import methods as m
 from tests.fakes.oauth_issuer import OAuthIssuer
 
 SETTINGS = load_settings(
@@ -145,7 +146,7 @@ def test_an_empty_own_knowledge_base_does_not_hide_the_handbooks_passages() -> N
 def serving(failing: str | None) -> Any:
     """A worker stand-in that answers each workspace with one passage named after it."""
 
-    async def serve(who: Identity, args: dict[str, Any], kb: str | None) -> dict[str, Any]:
+    async def serve(who: Identity, args: dict[str, Any], kb: str | None, method: Any = None) -> dict[str, Any]:
         if failing is not None and who.workspace.startswith(failing):
             raise RagError(ErrorCode.WORKSPACE_BUSY, "busy")
         assert kb is None or args.get("only_context") is True  # one answer is written: the caller's own
@@ -167,6 +168,56 @@ async def test_the_callers_own_failure_is_the_calls_error() -> None:
     with pytest.raises(RagError) as caught:
         await answer(SETTINGS, QUERY, person("bob"), None, {"query": "q"}, serving("u_bob"))
     assert caught.value.code is ErrorCode.WORKSPACE_BUSY
+
+
+def recording(calls: list[tuple[str, str | None, dict[str, Any]]]) -> Any:
+    """A worker stand-in that records each call (method, knowledge base, arguments): one passage
+    per workspace, an answer naming the passages it was given, a listing counting 3 documents."""
+
+    async def serve(who: Identity, args: dict[str, Any], kb: str | None, method: Any = None) -> dict[str, Any]:
+        name = method.name if method is not None else "tool"
+        calls.append((name, kb, args))
+        if method is m.ANSWER:
+            return {"answer": " + ".join(s["knowledge_base"] for s in args["sources"]), "notes": []}
+        listed = {"knowledge_bases": [{"name": "default", "default": True, "documents": 3}], "message": "1 knowledge base"}
+        return listed | {"status": "context_only", "sources": [source(who.workspace, 0.5)], "metadata": {}, "notes": []}
+
+    return serve
+
+
+@pytest.mark.anyio
+async def test_an_answer_asked_for_is_written_once_from_the_merged_passages() -> None:
+    calls: list[tuple[str, str | None, dict[str, Any]]] = []
+    result = await answer(SETTINGS, QUERY, person("bob"), None, {"query": "q", "mode": "naive"}, recording(calls))
+    searches = sorted((name, kb or "", args.get("only_context")) for name, kb, args in calls[:2])
+    assert searches == [("query/run", "", True), ("query/run", "handbook", True)]  # passages only, from each
+    assert calls[2][0] == m.ANSWER.name and calls[2][2]["mode"] == "naive" and len(calls) == 3
+    given = [(s["knowledge_base"], s["content"]) for s in calls[2][2]["sources"]]
+    assert given == [(s["knowledge_base"], s["content"]) for s in result["sources"]]  # the merged passages, as listed
+    assert result["status"] == "answered" and result["answer"] == " + ".join(s["knowledge_base"] for s in result["sources"])
+
+
+@pytest.mark.anyio
+async def test_only_passages_asked_for_write_no_answer() -> None:
+    calls: list[tuple[str, str | None, dict[str, Any]]] = []
+    result = await answer(SETTINGS, QUERY, person("bob"), None, {"query": "q", "only_context": True}, recording(calls))
+    assert [name for name, _, _ in calls] == ["tool", "tool"] and result["status"] == "context_only"
+
+
+@pytest.mark.anyio
+async def test_a_bypass_question_goes_to_the_callers_own_llm_alone() -> None:
+    calls: list[tuple[str, str | None, dict[str, Any]]] = []
+    await answer(SETTINGS, QUERY, person("bob"), None, {"query": "q", "mode": "bypass"}, recording(calls))
+    assert [(name, kb) for name, kb, _ in calls] == [("tool", None)]
+
+
+@pytest.mark.anyio
+async def test_the_listings_shared_rows_carry_the_document_count_the_worker_gives_for_each() -> None:
+    calls: list[tuple[str, str | None, dict[str, Any]]] = []
+    listing = BY_NAME["lightrag_list_knowledge_bases"]
+    result = await answer(SETTINGS, listing, person("x", email="ceo@example.org"), None, {}, recording(calls))
+    assert [(row["name"], row["documents"]) for row in result["knowledge_bases"][1:]] == [("handbook", 3), ("board", 3)]
+    assert sorted(kb or "" for _, kb, _ in calls) == ["", "board", "handbook"]
 
 
 @pytest.mark.anyio
