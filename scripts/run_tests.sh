@@ -36,7 +36,7 @@ if [ -f tests/clients/package-lock.json ] && command -v npm >/dev/null; then
 fi
 
 # pytest's own closing line gives its result and time; nothing is printed after it unless a step failed.
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest --durations=25 "$@"  # the slowest tests, named in every log: the suite's budget is ~20 minutes
 status=$?
 if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: treating that as a failure" >&2
