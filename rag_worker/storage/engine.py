@@ -17,6 +17,7 @@ is the only place that constructs instances, and one workspace is opened or clos
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -245,9 +246,10 @@ class EngineRegistry:
         if announce is not None:
             await announce(OPEN_LEASE_S, f"opening a knowledge base on {storages.describe()}")
         try:
-            rag = await new_lightrag(self._root, workspace, components, read_only=read_only, **storages.as_kwargs())
-            catalog = DocumentCatalog(rag)
-            await catalog.initialize()
+            async with self.embedded.creating_tables() if storages.embedded else contextlib.nullcontext():
+                rag = await new_lightrag(self._root, workspace, components, read_only=read_only, **storages.as_kwargs())
+                catalog = DocumentCatalog(rag)
+                await catalog.initialize()
         finally:
             if announce is not None:
                 await announce(0, "opened")

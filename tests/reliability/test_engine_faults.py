@@ -92,12 +92,6 @@ async def test_sigkill_of_the_engine_while_documents_index(home: Path) -> None:
     assert not problems, problems
 
 
-@pytest.mark.xfail(
-    strict=False,  # a race: it depends on both processes creating the tables at the same moment
-    reason="known gap (issue 25, engine not the default): two processes opening a fresh engine at once race on "
-    "LightRAG's CREATE TABLE IF NOT EXISTS (duplicate key in pg_type_typname_nsp_index) and the loser's first "
-    "call answers STORAGE_ERROR",
-)
 async def test_two_user_processes_index_at_once_on_one_data_directory(tmp_path: Path) -> None:
     """LibreChat's shape: one server process per user, one data directory, one engine for both."""
     data = tmp_path / "data"
