@@ -102,6 +102,12 @@ def state_of(status: Any) -> str:
     return str(value or "unknown")
 
 
+def known_count(value: Any) -> int | None:
+    """A count LightRAG may not know yet: None then (its PostgreSQL doc status stores -1 until a
+    document is chunked, and keeps it when indexing fails before that)."""
+    return value if isinstance(value, int) and value >= 0 else None
+
+
 #: A document's record keeps at most this many extraction warnings, each cut to this length.
 MAX_RECORDED_WARNINGS = 20
 MAX_RECORDED_WARNING = 1000
