@@ -34,7 +34,6 @@ Nothing here runs on the event loop: the blocking work is `anyio.to_thread`'s.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import fcntl
 import logging
@@ -51,6 +50,7 @@ from typing import Any
 import anyio
 
 from protocol import ErrorCode, RagError
+from rag_worker.storage.pg_client import drop_pool
 
 log = logging.getLogger("rag_worker.storage.embedded_engine")
 # The library logs every pg_ctl command line with its output at INFO: its warnings are enough.
@@ -145,7 +145,7 @@ class EmbeddedEngine:
                     raise _start_failed(exc) from exc
                 self._export_connection(self._info)
                 if restarting:
-                    _drop_lightrag_pool()
+                    drop_pool()
                 log.info("embedded engine up: pid %d, %s, socket in %s", self._info.pid, self._info.version, self._info.socket_dir)
         return self._info
 
@@ -277,24 +277,6 @@ class EmbeddedEngine:
                 return stop_engine(self.data_dir)
             finally:
                 os.close(fd)
-
-
-def _drop_lightrag_pool() -> None:
-    """After a restart, LightRAG's connection pool may hold connections wedged mid-operation by
-    the crash ("another operation is in progress"), which are never released: every later call
-    would wait for one forever.  Terminate that pool (its holders fail and let go); LightRAG
-    builds a new one on the next call."""
-    from lightrag.kg.postgres_impl import ClientManager
-
-    db = ClientManager._instances.get("db")
-    if db is None:
-        return
-    pool, db.pool = getattr(db, "pool", None), None
-    # A reconnect stuck on the dead server may hold LightRAG's reconnect lock: calls must not queue behind it.
-    db._pool_reconnect_lock = asyncio.Lock()
-    if pool is not None:
-        pool.terminate()
-    log.info("LightRAG's connections to the dead engine were dropped; the next call reconnects")
 
 
 def stop_engine(data_dir: Path) -> bool:

@@ -48,6 +48,7 @@ from rag_worker.storage.locks import (
     lock_wait,
     uses_postgres,
 )
+from rag_worker.storage.outage_retry import requeue_storage_failures
 from rag_worker.storage.placement import StoragePlacement
 from rag_worker.storage.removal import finish_interrupted_deletes
 from rag_worker.storage.shared_readers import WRITING, SharedReaders, is_shared, never_saves
@@ -340,6 +341,8 @@ class EngineRegistry:
             try:
                 try:
                     await entry.rag.apipeline_process_enqueue_documents()
+                    if await requeue_storage_failures(entry.rag, entry.storage_retries):
+                        self._run_pipeline(entry)  # documents an outage failed: indexed again (outage_retry)
                 except Exception:
                     log.exception("indexing pipeline of workspace %s failed", entry.name)
                 if self._after_processing is not None:

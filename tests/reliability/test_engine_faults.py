@@ -65,12 +65,6 @@ async def engine_back(bench: Bench, home: Path, tally: Tally, fault_at: float, o
     tally.unanswered += 1
 
 
-@pytest.mark.xfail(
-    strict=False,  # the kill lands at a random moment: some runs miss the merge and pass
-    reason="known gap (issue 25): calls answer again once the engine is restarted, but the document LightRAG "
-    "was merging at the kill stays 'processing' (its pipeline task is wedged on a dead connection) until the "
-    "worker restarts and resumes it",
-)
 async def test_sigkill_of_the_engine_while_documents_index(home: Path) -> None:
     """SIGKILL of the engine at a random moment of back-to-back uploads (indexing in the
     background): no acknowledged document lost or doubled, calls answer STORAGE_ERROR at worst."""
