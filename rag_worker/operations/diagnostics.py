@@ -16,6 +16,7 @@ from config.bindings import public_host, resolve_bindings
 from config.reporting import iso, parse_instant, percentiles
 from rag_worker.operations.audit import audit_path, read_entries
 from rag_worker.storage.catalog import state_of
+from rag_worker.storage.store_counts import graph_size, processed_chunks
 
 log = logging.getLogger("rag_worker.operations.diagnostics")
 
@@ -89,24 +90,16 @@ async def probe_llm(settings: Any) -> dict[str, Any]:
 
 
 async def knowledge_base_counts(ws: Any) -> dict[str, Any]:
-    """Documents by status, entities, relations, chunks and the indexing queue."""
-    from lightrag.base import DocStatus
-
+    """Documents by status, entities, relations, chunks and the indexing queue (counted, not read whole)."""
     rag = ws.rag
     by_status = await ws.status_counts()
-    processed = await rag.doc_status.get_docs_by_statuses([DocStatus.PROCESSED])
-    graph_storage = rag.chunk_entity_relation_graph
-    if type(graph_storage).__name__ == "NetworkXStorage":
-        graph = await graph_storage._get_graph()
-        entities, relations = int(graph.number_of_nodes()), int(graph.number_of_edges())
-    else:
-        entities, relations = len(await graph_storage.get_all_labels()), None
+    entities, relations = await graph_size(rag.chunk_entity_relation_graph)
     return {
         "documents": sum(by_status.values()),
         "documents_by_status": by_status,
         "entities": entities,
         "relations": relations,
-        "chunks": sum(int(getattr(row, "chunks_count", 0) or 0) for row in processed.values()),
+        "chunks": await processed_chunks(rag.doc_status),
         "queue": sum(by_status.get(state, 0) for state in UNFINISHED),
         "lexical_index": rag.lexical.status() if hasattr(rag, "lexical") else None,
     }

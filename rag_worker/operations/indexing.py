@@ -27,6 +27,7 @@ from rag_worker.storage.catalog import (
     TERMINAL_STATES,
     SourceDocument,
     doc_id_for,
+    known_count,
     lightrag_file_path,
     name_from_file_path,
     public_error,
@@ -296,7 +297,7 @@ async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], rec
         "track_id": record.get("track_id") or row.get("track_id") or "",
         "words": int(record.get("words") or 0),
         "pages": int(record.get("pages") or 0),
-        "chunks": _count(row.get("chunks_count")),
+        "chunks": known_count(row.get("chunks_count")),
         "entities": entities,
         "relations": relations,
         "size_bytes": int(record.get("size_bytes") or 0),
@@ -309,11 +310,6 @@ async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], rec
         "empty_pages": list(record.get("empty_pages") or []),
         "warnings": list(record.get("warnings") or []),
     } | ({"progress": progress} if progress else {})
-
-
-def _count(value: Any) -> int | None:
-    """A count LightRAG may not know yet (PostgreSQL stores -1 before chunking): None then."""
-    return value if isinstance(value, int) and value >= 0 else None
 
 
 async def describe_ingest(

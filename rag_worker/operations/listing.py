@@ -17,7 +17,7 @@ from typing import Any
 
 from protocol import ErrorCode, RagError
 from protocol.methods.documents import DOCUMENT_STATES
-from rag_worker.storage.catalog import name_from_file_path, public_error, state_of
+from rag_worker.storage.catalog import known_count, name_from_file_path, public_error, state_of
 from rag_worker.storage.workspace import Workspace
 
 # Pipeline order, for sort_by=status (unknown states sort last).
@@ -156,7 +156,7 @@ def document_view(doc_id: str, row: dict[str, Any], record: dict[str, Any]) -> d
         "file_size": int(size) if size is not None else None,
         "pages": record.get("pages"),
         "words": record.get("words"),
-        "chunk_count": row.get("chunks_count"),
+        "chunk_count": known_count(row.get("chunks_count")),
         "entity_count": None,
         "relationship_count": None,
         "processing_time_s": processing_time,

@@ -65,6 +65,9 @@ _PUBLIC_ERRORS = (
     ),
     (("embedding",), f"The embedding model failed while indexing; check lightrag_health_check, then {_RETRY}."),
     (("storage", "connection refused", "could not connect to server"), None),  # see _storage_error
+    # The database went away mid-operation (asyncpg's words: a connection the crash wedged, a pool
+    # closed under the call, a server shutting down or starting up).
+    (("another operation", "connection was closed", "pool is clos", "postmaster", "the database system is"), None),
     (
         ("llm func", "llm_model_func", "timeout", "timed out", "connection error", "apiconnectionerror", "rate limit"),
         "The LLM did not answer in time or could not be reached while extracting entities; check "
@@ -96,10 +99,21 @@ def public_error(raw: Any, *, llm_configured: bool = True) -> str | None:
     return GENERIC_INDEXING_ERROR
 
 
+def is_storage_failure(raw: Any) -> bool:
+    """A failed document's error says its storage failed or went away (not the document's fault)."""
+    return bool(raw) and public_error(raw) == _STORAGE_ERROR
+
+
 def state_of(status: Any) -> str:
     """LightRAG's status value ('processed', ...) from an enum or a string."""
     value = getattr(status, "value", status)
     return str(value or "unknown")
+
+
+def known_count(value: Any) -> int | None:
+    """A count LightRAG may not know yet: None then (its PostgreSQL doc status stores -1 until a
+    document is chunked, and keeps it when indexing fails before that)."""
+    return value if isinstance(value, int) and value >= 0 else None
 
 
 #: A document's record keeps at most this many extraction warnings, each cut to this length.

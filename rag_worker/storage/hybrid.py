@@ -2,9 +2,13 @@
 and fused with their searches by reciprocal rank fusion, in every query mode.
 
 * **Kept in step, entry by entry.** Each vector store's writes are mirrored as they happen:
-  `upsert` indexes the rows' text, `delete` / `delete_entity` / `delete_entity_relation` remove
+  `upsert` stages the rows' text, `delete` / `delete_entity` / `delete_entity_relation` remove
   theirs. Every path that changes the vectors (indexing, deletes and the rebuild of shared
   entities, graph edits and merges) changes the lexical index the same way, with no rebuild.
+  Staged entries are committed in one transaction when the store commits (`index_done_callback`,
+  once per document) and before any search: LightRAG upserts one entity or relation at a time,
+  and a commit each (an fsync, ~18 ms on the event loop) cost more loop time than the rest of
+  indexing's loop work together (py-spy, scripts/bench_engine.py).
 * **Fused where LightRAG searches.** The chunk search (naive mode and mix's vector half), the
   entity search that seeds local mode and the relation search that seeds global mode each
   return the reciprocal-rank fusion of the vector ranking and the lexical one (Elasticsearch's,
@@ -50,9 +54,21 @@ class LexicalState:
     done: int = 0
     total: int = 0
     removed: set[tuple[str, str]] = field(default_factory=set)  # deletes seen while building
+    staged: dict[tuple[str, str], Entry] = field(default_factory=dict)  # mirrored upserts not yet committed
+
+    def stage(self, entries: Sequence[Entry]) -> None:
+        """Index `entries` at the next `commit` (a later upsert of the same key replaces them)."""
+        self.staged.update(((entry.kind, entry.key), entry) for entry in entries)
+
+    def commit(self) -> None:
+        """Write what is staged, in one transaction."""
+        if self.staged:
+            entries, self.staged = list(self.staged.values()), {}
+            _guarded(self.index.add, entries)
 
     def status(self) -> dict[str, Any]:
         """What status and health report: entries, and the build's progress while it runs."""
+        self.commit()
         if self.building is not None and not self.building.done():
             return {"state": "building", "entries": self.index.count(), "built": self.done, "to_build": self.total}
         return {"state": "ready" if self.index.built() else "incomplete", "entries": self.index.count()}
@@ -61,6 +77,8 @@ class LexicalState:
         """Remove `keys` from the index (and keep a build going on from adding them back)."""
         if self.building is not None and not self.building.done():
             self.removed.update((kind, key) for key in keys)
+        for key in keys:
+            self.staged.pop((kind, key), None)
         _guarded(self.index.remove, kind, list(keys))
 
     async def ready(self) -> None:
@@ -72,6 +90,7 @@ class LexicalState:
         if self.building is not None and not self.building.done():
             self.building.cancel()
             await asyncio.gather(self.building, return_exceptions=True)
+        self.commit()
         self.index.close()
 
 
@@ -84,9 +103,9 @@ def attach_lexical_index(rag: Any, directory: Path, read_only: bool = False) -> 
     _mirror(rag.chunks_vdb, "passage", state)
     _mirror(rag.entities_vdb, "entity", state)
     _mirror(rag.relationships_vdb, "relation", state)
-    _fuse(rag.chunks_vdb, "passage", state.index, _passage_rows(rag))
-    _fuse(rag.entities_vdb, "entity", state.index, _entity_rows)
-    _fuse(rag.relationships_vdb, "relation", state.index, _relation_rows)
+    _fuse(rag.chunks_vdb, "passage", state, _passage_rows(rag))
+    _fuse(rag.entities_vdb, "entity", state, _entity_rows)
+    _fuse(rag.relationships_vdb, "relation", state, _relation_rows)
     for method in ("aquery_data", "aquery_llm"):
         setattr(rag, method, _asking(getattr(rag, method)))
     if not read_only:
@@ -132,11 +151,16 @@ def _entries(kind: Kind, data: dict[str, dict[str, Any]]) -> list[Entry]:
 
 def _mirror(store: Any, kind: Kind, state: LexicalState) -> None:
     """Make `store`'s writes reach the lexical index after they reach the store."""
-    upsert, delete = store.upsert, store.delete
+    upsert, delete, index_done = store.upsert, store.delete, store.index_done_callback
 
     async def upsert_both(data: dict[str, dict[str, Any]]) -> Any:
         result = await upsert(data)
-        _guarded(state.index.add, _entries(kind, data or {}))
+        state.stage(_entries(kind, data or {}))
+        return result
+
+    async def index_done_both() -> Any:
+        result = await index_done()
+        state.commit()
         return result
 
     async def delete_both(ids: list[str]) -> Any:
@@ -144,7 +168,7 @@ def _mirror(store: Any, kind: Kind, state: LexicalState) -> None:
         state.forget(kind, list(ids))
         return result
 
-    store.upsert, store.delete = upsert_both, delete_both
+    store.upsert, store.delete, store.index_done_callback = upsert_both, delete_both, index_done_both
     if kind == "entity":
         delete_entity = store.delete_entity
 
@@ -161,6 +185,7 @@ def _mirror(store: Any, kind: Kind, state: LexicalState) -> None:
 
         async def delete_relations_both(entity_name: str) -> Any:
             result = await delete_relations(entity_name)
+            state.commit()  # staged relations of this entity are removed with the others
             _guarded(state.index.remove_relations_of, entity_name)
             return result
 
@@ -189,14 +214,15 @@ def fused_keys(vector: Sequence[str], identifiers: Sequence[str], words: Sequenc
     return sorted(scores, key=lambda key: -scores[key])  # stable: first seen first among ties
 
 
-def _fuse(store: Any, kind: Kind, index: LexicalIndex, rows_for: RowsFor) -> None:
+def _fuse(store: Any, kind: Kind, state: LexicalState, rows_for: RowsFor) -> None:
     """Make `store.query` return its vector results fused with the lexical index's (`top_k` at most)."""
     search = store.query
 
     async def query(query: str, top_k: int, query_embedding: Any = None, **kwargs: Any) -> Any:
         found = list(await search(query, top_k=top_k, query_embedding=query_embedding, **kwargs) or ())
         try:
-            identifiers, words = index.search(kind, _QUESTION.get() or query, top_k)
+            state.commit()  # a search sees every write made before it
+            identifiers, words = state.index.search(kind, _QUESTION.get() or query, top_k)
             if not identifiers and not words:
                 return found
             by_key = {str(row.get("id")): row for row in found}

@@ -19,6 +19,7 @@ from rag_worker.query_cache import report_chunk_scores
 from rag_worker.storage.exact_match import add_named_chunks, exact_term_rerank
 from rag_worker.storage.hybrid import attach_lexical_index
 from rag_worker.storage.nano_lookup import index_row_lookups
+from rag_worker.storage.pg_client import repair_reconnect, uses_postgres_client
 from rag_worker.storage.vector_flush import embed_outside_locks
 
 log = logging.getLogger("rag_worker.storage.lightrag_setup")
@@ -129,6 +130,8 @@ async def new_lightrag(
     is opened for reading only (never built, never written)."""
     from lightrag import LightRAG  # deferred: importing LightRAG takes about a second (import_lightrag)
 
+    if uses_postgres_client(overrides):
+        repair_reconnect()  # before the first storage builds LightRAG's client (pg_client)
     rag = LightRAG(
         working_dir=str(working_dir),
         workspace=workspace,

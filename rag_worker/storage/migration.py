@@ -58,7 +58,8 @@ async def migrate(working_dir: Path, workspace: str, components: dict[str, Any],
         await engine.ensure_running()
         source = await new_lightrag(working_dir, workspace, components)
         engine_kwargs: dict[str, Any] = ENGINE_STORAGES.as_kwargs()
-        target = await new_lightrag(working_dir, workspace, components, **engine_kwargs)
+        async with engine.creating_tables():
+            target = await new_lightrag(working_dir, workspace, components, **engine_kwargs)
         try:
             expected = await _counts(source, source)
             await _drop(target)

@@ -65,12 +65,6 @@ async def engine_back(bench: Bench, home: Path, tally: Tally, fault_at: float, o
     tally.unanswered += 1
 
 
-@pytest.mark.xfail(
-    strict=False,  # the kill lands at a random moment: some runs miss the merge and pass
-    reason="known gap (issue 25): calls answer again once the engine is restarted, but the document LightRAG "
-    "was merging at the kill stays 'processing' (its pipeline task is wedged on a dead connection) until the "
-    "worker restarts and resumes it",
-)
 async def test_sigkill_of_the_engine_while_documents_index(home: Path) -> None:
     """SIGKILL of the engine at a random moment of back-to-back uploads (indexing in the
     background): no acknowledged document lost or doubled, calls answer STORAGE_ERROR at worst."""
@@ -92,12 +86,6 @@ async def test_sigkill_of_the_engine_while_documents_index(home: Path) -> None:
     assert not problems, problems
 
 
-@pytest.mark.xfail(
-    strict=False,  # a race: it depends on both processes creating the tables at the same moment
-    reason="known gap (issue 25, engine not the default): two processes opening a fresh engine at once race on "
-    "LightRAG's CREATE TABLE IF NOT EXISTS (duplicate key in pg_type_typname_nsp_index) and the loser's first "
-    "call answers STORAGE_ERROR",
-)
 async def test_two_user_processes_index_at_once_on_one_data_directory(tmp_path: Path) -> None:
     """LibreChat's shape: one server process per user, one data directory, one engine for both."""
     data = tmp_path / "data"

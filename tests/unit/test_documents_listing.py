@@ -168,6 +168,16 @@ def test_a_document_summary_joins_our_record_with_lightrags_row() -> None:
     assert "NanoVectorDBStorage" not in beta["error_message"]  # LightRAG's internal text stays internal
 
 
+def test_a_chunk_count_lightrag_does_not_know_is_null_not_minus_one() -> None:
+    """LightRAG's PostgreSQL doc status stores -1 chunks until a document is chunked (and keeps it
+    when indexing fails before): the listing says null, which its schema accepts."""
+    rows = {"doc-e": row("failed", "2025-03-01T00:00:00+00:00", path="early.md", chunks=-1, error_msg="connection refused")}
+    result = listing_result(select_documents(rows, {}, parsed({})))
+    assert result["documents"][0]["chunk_count"] is None
+    assert result["statistics"]["total_chunks"] == 0
+    jsonschema.validate(result, LIST_DOCUMENTS.result_schema)
+
+
 def test_filters_that_match_nothing_and_an_empty_workspace_have_their_own_messages() -> None:
     nothing = listing_result(select_documents(ROWS, RECORDS, parsed({"search_query": "zzz"})))
     assert "No document matches" in nothing["message"] and nothing["statistics"]["total_documents"] == 4

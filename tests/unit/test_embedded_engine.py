@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from config.settings import load_settings
@@ -26,6 +27,7 @@ from config.storages import (
 )
 from protocol import ErrorCode, RagError
 from rag_worker.storage.embedded_engine import ENGINE_DIR, EmbeddedEngine, read_postmaster, stop_engine
+from rag_worker.storage.pg_client import repair_reconnect
 from rag_worker.storage.placement import StoragePlacement
 
 pytestmark = pytest.mark.anyio
@@ -109,6 +111,35 @@ async def test_a_sigkilled_engine_is_replaced_by_the_next_start_and_keeps_its_da
     restarted = await engine.ensure_running()
     assert restarted.pid != info.pid
     assert await _query(restarted.socket_dir, "SELECT answer FROM kept") == 42
+
+
+async def test_lightrags_client_answers_once_the_engine_is_back_after_several_refused_reconnects(working_dir: Path) -> None:
+    """LightRAG 1.5.7's client waited for ever on its own reconnect lock once one reconnect attempt
+    failed (rag_worker.storage.pg_client): documents indexing while the engine was down stayed
+    'processing' until the worker restarted.  A query made while it is down answers once it is back."""
+    from lightrag.kg.postgres_impl import ClientManager, PostgreSQLDB
+
+    repair_reconnect()
+    engine = EmbeddedEngine(working_dir)
+    await engine.ensure_running()
+    db = PostgreSQLDB(ClientManager.get_config())
+    await db.initdb()
+    try:
+        assert await db.query("SELECT 1 AS one") == {"one": 1}
+        stop_engine(working_dir / ENGINE_DIR)
+
+        async def back_after_a_few_attempts() -> None:
+            await anyio.sleep(3)  # LightRAG retries every 0.5-2 s (RETRY_ACROSS_RESTART): several refused
+            await engine.ensure_running()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(back_after_a_few_attempts)
+            with anyio.fail_after(60):
+                assert await db.query("SELECT 2 AS two") == {"two": 2}
+    finally:
+        if db.pool is not None:
+            await db.pool.close()
+        await engine.release()
 
 
 async def test_a_stale_pid_file_naming_another_program_does_not_block_the_start(working_dir: Path) -> None:

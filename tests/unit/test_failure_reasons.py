@@ -15,6 +15,9 @@ from rag_worker.storage.catalog import GENERIC_INDEXING_ERROR, public_error
         ("LLM func: Worker execution timeout after 360s", "LLM did not answer in time"),
         ("[Errno 28] No space left on device", "disk was full"),
         ("Failed to upsert: could not connect to server", "storage server failed"),
+        ("C[2/8]: doc-1-chunk-003: cannot switch to state 15; another operation (2) is in progress", "storage server failed"),
+        ("connection was closed in the middle of operation: terminating connection due to unexpected postmaster exit", "storage server failed"),
+        ("the database system is shutting down", "storage server failed"),
         ("KeyError: 'chunk-1234'", GENERIC_INDEXING_ERROR),
     ],
 )

@@ -1,0 +1,99 @@
+"""LightRAG's process-wide PostgreSQL client (`postgres_impl.PostgreSQLDB`), as this project runs it:
+one repair of LightRAG 1.5.7 and the drop of its pool after the embedded engine restarted.
+
+The repair: a reconnect that fails once deadlocks the client for good.  `_ensure_pool` holds
+`_pool_reconnect_lock` while `initdb` runs; `initdb` retries a refused connection, and its retry's
+`before_sleep` hook (`_reset_pool`) takes that same lock — `asyncio.Lock` is not re-entrant, so the
+task waits for itself, and every later storage call of the process waits behind it.  It happened
+whenever the server was down for longer than one connection attempt (the embedded engine killed
+while documents indexed: they stayed "processing" until the worker restarted).  The lock is made
+re-entrant for the task that holds it; other tasks still wait as LightRAG meant.
+
+Nothing here imports LightRAG or asyncpg at module level: a worker on the local files never loads them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from config.backends import BY_CLASS
+
+log = logging.getLogger("rag_worker.storage.pg_client")
+
+_REPAIRED = "_lightrag_mcp_reentrant_reconnect"
+
+
+class TaskReentrantLock:
+    """An `asyncio.Lock` the task that holds it may enter again (released when its last exit runs)."""
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._owner: asyncio.Task[Any] | None = None
+        self._depth = 0
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    async def __aenter__(self) -> None:
+        task = asyncio.current_task()
+        if task is not None and self._owner is task:
+            self._depth += 1
+            return
+        await self._lock.acquire()
+        self._owner, self._depth = task, 1
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._owner = None
+            self._lock.release()
+
+
+def uses_postgres_client(storage_classes: dict[str, Any]) -> bool:
+    """Do these LightRAG constructor arguments (`kv_storage=...`) name a PostgreSQL storage?"""
+    classes = [value for key, value in storage_classes.items() if key.endswith("_storage") and isinstance(value, str)]
+    return any(name in BY_CLASS and BY_CLASS[name][0].name == "postgres" for name in classes)
+
+
+def repair_reconnect() -> None:
+    """Make every PostgreSQLDB's reconnect lock re-entrant (idempotent; see the module's docstring)."""
+    from lightrag.kg.postgres_impl import PostgreSQLDB  # deferred: it imports the asyncpg driver
+
+    if getattr(PostgreSQLDB, _REPAIRED, False):
+        return
+    original_init = PostgreSQLDB.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        self._pool_reconnect_lock = TaskReentrantLock()
+
+    PostgreSQLDB.__init__ = __init__
+    setattr(PostgreSQLDB, _REPAIRED, True)
+    db = _shared_client()
+    if db is not None:  # built before the repair (a test's, a script's): it gets the lock too
+        db._pool_reconnect_lock = TaskReentrantLock()
+
+
+def drop_pool() -> None:
+    """After the engine restarted, LightRAG's connection pool may hold connections wedged
+    mid-operation by the crash ("another operation is in progress"), which are never released:
+    every later call would wait for one forever.  Terminate that pool (its holders fail and let
+    go); LightRAG builds a new one on the next call."""
+    db = _shared_client()
+    if db is None:
+        return
+    pool, db.pool = getattr(db, "pool", None), None
+    # A reconnect that is still retrying the dead server holds the reconnect lock for its whole
+    # backoff (seconds): new calls must not queue behind it.
+    db._pool_reconnect_lock = TaskReentrantLock()
+    if pool is not None:
+        pool.terminate()
+    log.info("LightRAG's connections to the dead engine were dropped; the next call reconnects")
+
+
+def _shared_client() -> Any:
+    from lightrag.kg.postgres_impl import ClientManager  # deferred: it imports the asyncpg driver
+
+    return ClientManager._instances.get("db")
