@@ -63,6 +63,9 @@ log = logging.getLogger("rag_worker.storage.engine")
 
 OPEN_LEASE_S = 60.0  # how long opening a workspace on server storages may block the loop
 CLOSE_TIMEOUT_S = 10.0
+#: A batch LightRAG refused (its storage restarting) is handed over again after 1, 2, 4, 8, 16 s.
+HANDOVER_RETRY_S = 1.0
+HANDOVER_RETRIES = 5
 LONGEST_SWEEP_S = 15.0  # the sweep also checks the PostgreSQL lock connection this often
 WANTED_POLL_S = 1.0  # how often an open workspace is checked for another process waiting for it
 UNUSED_POLL_S = 0.5
@@ -315,12 +318,15 @@ class EngineRegistry:
         entry.intake.feeding = True
 
         async def feed() -> None:
+            refused = False
             try:
                 handed = False
                 while batch := entry.intake.take():
                     if not await hand_over(entry, batch):
+                        refused = True
                         break
                     handed = True
+                    entry.handover_failures = 0
                     if not await entry.pipeline_busy():
                         self._run_pipeline(entry)
                 if not handed:
@@ -328,8 +334,28 @@ class EngineRegistry:
             finally:
                 entry.intake.feeding = False
                 entry.last_used = time.monotonic()
+            if refused:
+                self._feed_again_later(entry)
 
         self._spawn(feed)
+
+    def _feed_again_later(self, entry: Workspace) -> None:
+        """A batch LightRAG did not take (its storage went away: an engine restarting) is queued
+        again; with no further call to hand it over, try again, spaced out, a few times."""
+        entry.handover_failures += 1
+        if entry.handover_failures > HANDOVER_RETRIES:
+            log.error("workspace %s: queued documents wait for the next call or opening", entry.name)
+            return
+        entry.indexing_runs += 1  # the workspace stays open meanwhile
+
+        async def later() -> None:
+            try:
+                await anyio.sleep(HANDOVER_RETRY_S * 2 ** (entry.handover_failures - 1))
+            finally:
+                entry.indexing_runs -= 1
+            self.start_processing(entry)
+
+        self._spawn(later)
 
     def _run_pipeline(self, entry: Workspace) -> None:
         """Run LightRAG's pipeline in the background (it outlives the call that queued work).

@@ -52,6 +52,7 @@ class Workspace:
     opened_at: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
     indexing_runs: int = 0  # our background pipeline runs going on
+    handover_failures: int = 0  # hand-overs to LightRAG refused in a row (EngineRegistry._feed_again_later)
     storage_retries: dict[str, int] = field(default_factory=dict)  # automatic re-indexings after an outage
     _users: set[asyncio.Task[Any]] = field(default_factory=set)  # tasks that got it and still run
 

@@ -90,6 +90,26 @@ async def test_uploads_arriving_while_a_batch_is_handed_over_reach_lightrag_as_o
         assert not list((tmp_path / "data" / "ws" / INTAKE_DIR).iterdir())
 
 
+async def test_a_batch_lightrag_refuses_is_handed_over_again_with_no_further_call(tmp_path: Path) -> None:
+    """An engine restarting under an upload: LightRAG's enqueue fails once (a wedged connection,
+    as seen after an engine kill); the queued document is still indexed, no other call needed."""
+    async with worker(tmp_path / "data", LIGHTRAG_MCP_WAIT_SECONDS="0") as state:
+        ws = await state.engines.get("ws")
+        enqueue, refused = ws.rag.apipeline_enqueue_documents, []
+
+        async def refuse_once(*args: Any, **kwargs: Any) -> Any:
+            if not refused:
+                refused.append(kwargs["ids"])
+                raise ConnectionError("cannot switch to state 12; another operation (2) is in progress")
+            return await enqueue(*args, **kwargs)
+
+        ws.rag.apipeline_enqueue_documents = refuse_once
+        queued = await insert(state, 0)
+        await processed(ws, 1)
+        assert refused == [[queued["document_id"]]]
+        assert ws.handover_failures == 0
+
+
 async def test_a_queued_document_answers_status_and_listing_as_pending_under_its_own_track_id(tmp_path: Path) -> None:
     async with first_upload_held(tmp_path / "data") as (state, ws, watch, _):
         queued = await insert(state, 1)
