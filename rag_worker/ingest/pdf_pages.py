@@ -18,7 +18,8 @@ import logging
 import math
 import re
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import pypdfium2
 import pypdfium2.raw as pdfium_c
@@ -41,6 +42,7 @@ _MIN_IMAGE_SIDE = 32
 _MAX_FORM_DEPTH = 8
 # pdfium is not thread-safe; the worker may extract in several threads (tests do).
 _PDFIUM_LOCK = threading.Lock()
+T = TypeVar("T")
 
 # --- text layers that are not text -----------------------------------------------------------
 # Glyph names or ids where characters should be: "/g3/g133/g145", "/uni4E2D", "(cid:123)".
@@ -115,64 +117,40 @@ class RenderedPages:
 
     def visible_text(self, index: int) -> str:
         """The text of page `index` (0-based) that lies inside its page box ("" when pdfium cannot read it)."""
-        if self._document is None:
-            return ""
-        try:
-            with _PDFIUM_LOCK:
-                page = self._document[index]
-                try:
-                    left, bottom, right, top = page.get_cropbox()  # in page space, as the characters' boxes
-                    textpage = page.get_textpage()
-                    try:
-                        text: str = textpage.get_text_bounded(left, bottom, right, top)
-                        return text
-                    finally:
-                        textpage.close()
-                finally:
-                    page.close()
-        except (pypdfium2.PdfiumError, ValueError, IndexError):
-            logger.info("pdf: page %d text cannot be read by pdfium", index + 1, exc_info=True)
-            return ""
+
+        def inside_the_box(page: pypdfium2.PdfPage, textpage: pypdfium2.PdfTextPage) -> str:
+            left, bottom, right, top = page.get_cropbox()  # in page space, as the characters' boxes
+            return str(textpage.get_text_bounded(left, bottom, right, top))
+
+        return self._read_text(index, inside_the_box, "")
 
     def text(self, index: int) -> str:
         """pdfium's text of page `index` (0-based), every space it infers included ("" when it cannot read it)."""
-        if self._document is None:
-            return ""
-        try:
-            with _PDFIUM_LOCK:
-                page = self._document[index]
-                try:
-                    textpage = page.get_textpage()
-                    try:
-                        text: str = textpage.get_text_range()
-                        return text
-                    finally:
-                        textpage.close()
-                finally:
-                    page.close()
-        except (pypdfium2.PdfiumError, ValueError, IndexError):
-            logger.info("pdf: page %d text cannot be read by pdfium", index + 1, exc_info=True)
-            return ""
+        return self._read_text(index, lambda _, textpage: str(textpage.get_text_range()), "")
 
     def characters(self, index: int) -> list[PlacedChar]:
         """pdfium's characters of page `index` (0-based) in its reading order, with their boxes,
         the spaces and line breaks it inferred marked as such ([] when pdfium cannot read it)."""
+        return self._read_text(index, lambda _, textpage: _placed_chars(textpage), [])
+
+    def _read_text(self, index: int, read: Callable[[pypdfium2.PdfPage, pypdfium2.PdfTextPage], T], nothing: T) -> T:
+        """`read` of page `index`'s text page, under pdfium's lock; `nothing` when pdfium cannot read it."""
         if self._document is None:
-            return []
+            return nothing
         try:
             with _PDFIUM_LOCK:
                 page = self._document[index]
                 try:
                     textpage = page.get_textpage()
                     try:
-                        return _placed_chars(textpage)
+                        return read(page, textpage)
                     finally:
                         textpage.close()
                 finally:
                     page.close()
         except (pypdfium2.PdfiumError, ValueError, IndexError):
             logger.info("pdf: page %d text cannot be read by pdfium", index + 1, exc_info=True)
-            return []
+            return nothing
 
     def render(self, index: int) -> Image | None:
         """Page `index` (0-based) in grey at `RENDER_DPI`, turned as a viewer shows it; None if it cannot be drawn."""
