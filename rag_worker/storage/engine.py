@@ -49,6 +49,7 @@ from rag_worker.storage.locks import (
     uses_postgres,
 )
 from rag_worker.storage.outage_retry import requeue_storage_failures
+from rag_worker.storage.pg_client import quiet_table_probes
 from rag_worker.storage.placement import StoragePlacement
 from rag_worker.storage.removal import finish_interrupted_deletes
 from rag_worker.storage.shared_readers import WRITING, SharedReaders, is_shared, never_saves
@@ -250,10 +251,12 @@ class EngineRegistry:
         if announce is not None:
             await announce(OPEN_LEASE_S, f"opening a knowledge base on {storages.describe()}")
         try:
-            async with self.embedded.creating_tables() if storages.embedded else contextlib.nullcontext():
-                rag = await new_lightrag(self._root, workspace, components, read_only=read_only, **storages.as_kwargs())
-                catalog = DocumentCatalog(rag)
-                await catalog.initialize()
+            tables = self.embedded.creating_tables() if storages.embedded else contextlib.nullcontext()
+            async with tables:
+                with quiet_table_probes():
+                    rag = await new_lightrag(self._root, workspace, components, read_only=read_only, **storages.as_kwargs())
+                    catalog = DocumentCatalog(rag)
+                    await catalog.initialize()
         finally:
             if announce is not None:
                 await announce(0, "opened")

@@ -1,5 +1,6 @@
 """LightRAG's process-wide PostgreSQL client (`postgres_impl.PostgreSQLDB`), as this project runs it:
-one repair of LightRAG 1.5.7 and the drop of its pool after the embedded engine restarted.
+one repair of LightRAG 1.5.7, the drop of its pool after the embedded engine restarted, and
+quiet table probes while a knowledge base is first created.
 
 The repair: a reconnect that fails once deadlocks the client for good.  `_ensure_pool` holds
 `_pool_reconnect_lock` while `initdb` runs; `initdb` retries a refused connection, and its retry's
@@ -16,6 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from config.backends import BY_CLASS
@@ -23,6 +28,9 @@ from config.backends import BY_CLASS
 log = logging.getLogger("rag_worker.storage.pg_client")
 
 _REPAIRED = "_lightrag_mcp_reentrant_reconnect"
+_OPENING: ContextVar[bool] = ContextVar("lightrag_mcp_opening", default=False)
+#: What LightRAG 1.5.7 logs at ERROR when it probes one of its tables before creating it.
+_MISSING_TABLE = re.compile(r'PostgreSQL database, error:relation "lightrag_\w+" does not exist')
 
 
 class TaskReentrantLock:
@@ -97,3 +105,29 @@ def _shared_client() -> Any:
     from lightrag.kg.postgres_impl import ClientManager  # deferred: it imports the asyncpg driver
 
     return ClientManager._instances.get("db")
+
+
+class _TableProbeFilter(logging.Filter):
+    """Drops LightRAG's "relation ... does not exist" errors logged while a knowledge base opens:
+    on a new engine or database it probes each of its tables before creating it, and an operator
+    read eight ERROR lines at every new user's first call.  The same error outside an opening is kept."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_OPENING.get() and _MISSING_TABLE.search(record.getMessage()))
+
+
+_PROBE_FILTER = _TableProbeFilter()
+
+
+@contextmanager
+def quiet_table_probes() -> Iterator[None]:
+    """Inside: LightRAG's probes of tables it is about to create are not logged (tasks started
+    inside inherit it)."""
+    lightrag_log = logging.getLogger("lightrag")
+    if _PROBE_FILTER not in lightrag_log.filters:
+        lightrag_log.addFilter(_PROBE_FILTER)
+    token = _OPENING.set(True)
+    try:
+        yield
+    finally:
+        _OPENING.reset(token)

@@ -4,6 +4,7 @@ reachable through a short socket directory when WORKING_DIR is deep.  Real Postg
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -27,7 +28,7 @@ from config.storages import (
 )
 from protocol import ErrorCode, RagError
 from rag_worker.storage.embedded_engine import ENGINE_DIR, EmbeddedEngine, read_postmaster, stop_engine
-from rag_worker.storage.pg_client import repair_reconnect
+from rag_worker.storage.pg_client import quiet_table_probes, repair_reconnect
 from rag_worker.storage.placement import StoragePlacement
 
 pytestmark = pytest.mark.anyio
@@ -216,3 +217,21 @@ def test_an_engine_knowledge_base_is_never_opened_on_an_explicitly_configured_se
     with pytest.raises(RagError) as caught:
         StoragePlacement(load_settings(env)).for_workspace(tmp_path)
     assert caught.value.code is ErrorCode.CONFIGURATION_ERROR and "embedded database engine" in caught.value.message
+
+
+def test_lightrags_probes_of_tables_it_is_about_to_create_are_not_logged_while_a_knowledge_base_opens() -> None:
+    from lightrag.utils import logger as lightrag_log
+
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    lightrag_log.addHandler(handler)
+    probe = 'PostgreSQL database, error:relation "lightrag_doc_full" does not exist'
+    try:
+        with quiet_table_probes():
+            lightrag_log.error(probe)
+            lightrag_log.error("PostgreSQL database, error:connection refused")
+        lightrag_log.error(probe)  # outside an opening it is a real fault: kept
+    finally:
+        lightrag_log.removeHandler(handler)
+    assert seen == ["PostgreSQL database, error:connection refused", probe]
