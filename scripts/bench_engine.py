@@ -9,7 +9,9 @@ are sent with `lightrag_insert_text` in batches of 100, each batch's indexing aw
 worker's own CPU and the engine's postmaster and backends, children included), documents per
 minute (wall clock), enqueue p50/p95 (the insert calls' round trips while the previous batch may
 still index), total memory (PSS of front, worker and its helpers, engine), disk per document (the data
-directory), and at each size in --sizes the `only_context` query p50 per mode.  Once at the
+directory), and at each size in --sizes the `only_context` query p50 per mode and the calls that read
+a whole store (a listing page, the status counts, an entity search, a graph export of 200 nodes, and
+one document's cascade delete), each timed once.  Once at the
 first size: spawn → initialize → first answered query, on a server started afresh on that data.
 
 Floors printed beside: the issue's targets (CPU per document at the largest size ≤ 1.2× at the
@@ -94,6 +96,7 @@ class Run:
             "LIGHTRAG_MCP_MAX_REQUESTS": "0",  # no planned recycle: one worker's CPU counted throughout
         }
         self.rows: list[dict[str, Any]] = []
+        self.removed = 0  # documents the cascade-delete timing removed
 
     def processes(self, client: BenchClient) -> dict[str, list[psutil.Process]]:
         worker = psutil.Process(client.pids["worker"])
@@ -113,7 +116,7 @@ class Run:
             result = await client.call("lightrag_insert_text", {"text": text, "title": name})
             enqueue.append((time.perf_counter() - sent) * 1000)
             assert not result.is_error, result.content
-        target = indexed + len(docs)
+        target = indexed + len(docs) - self.removed
         while True:
             counts = await client.counts()
             if counts.get("processed", 0) + counts.get("failed", 0) >= target:
@@ -127,7 +130,7 @@ class Run:
         enqueue.sort()
         return {
             "backend": self.backend,
-            "documents": target,
+            "documents": indexed + len(docs),
             "failed": counts.get("failed", 0),
             "cpu_s_per_doc": round((cpu_after - cpu_before + max(live_backends, 0.0)) / len(docs), 3),
             "docs_per_min": round(len(docs) / wall * 60, 1),
@@ -152,6 +155,32 @@ async def query_p50(client: BenchClient) -> dict[str, float]:
     return figures
 
 
+#: The calls that read (or, for delete, cascade through) a whole store, as an agent makes them.
+WHOLE_STORE_CALLS = (
+    ("list_page", "lightrag_list_documents", {"limit": 50}),
+    ("status_counts", "lightrag_get_status", {}),
+    ("search_entities", "lightrag_search_entities", {"query": "Nimbus Scheduler"}),
+    ("graph_export_200", "lightrag_get_graph", {"max_nodes": 200}),
+)
+
+
+async def whole_store_ms(client: BenchClient) -> dict[str, float]:
+    """Each call once (ms); then the first listed document deleted, cascade included."""
+    figures = {}
+    for label, tool, arguments in WHOLE_STORE_CALLS:
+        sent = time.perf_counter()
+        result = await client.call(tool, arguments)
+        figures[label] = round((time.perf_counter() - sent) * 1000, 1)
+        assert not result.is_error, result.content
+    listed = await client.call("lightrag_list_documents", {"limit": 1, "sort_order": "asc"})
+    victim = (listed.structured_content or {})["documents"][0]["id"]
+    sent = time.perf_counter()
+    result = await client.call("lightrag_delete_documents", {"document_ids": [victim]})
+    figures["cascade_delete"] = round((time.perf_counter() - sent) * 1000, 1)
+    assert not result.is_error, result.content
+    return figures
+
+
 async def start_to_first_query(run: Run) -> dict[str, float]:
     spawned = time.perf_counter()
     async with front(run.home, **run.env) as client:
@@ -171,6 +200,8 @@ async def grow(backend: str, sizes: list[int], root: Path, report: dict[str, Any
             row = await run.batch(client, docs[start : start + BATCH], start)
             if row["documents"] in sizes:
                 row["query_p50_ms"] = await query_p50(client)
+                row["whole_store_ms"] = await whole_store_ms(client)
+                run.removed += 1
             row["load_avg"] = round(os.getloadavg()[0], 1)
             report["rows"].append(row)
             print(orjson.dumps(row).decode(), flush=True)
