@@ -1,6 +1,6 @@
 """Growth curve of the embedded database engine vs the JSON files, in the same run (issue 25).
 
-    .venv/bin/python scripts/bench_engine.py --sizes 100 1000 [--backends engine files] [--json out.json]
+    .venv/bin/python scripts/bench_engine.py --sizes 100 1000 [--backends engine files] [--json out.json] [--keep DIR]
 
 For each backend a fresh data directory and the real server (`python -m mcp_front` over stdio,
 LIGHTRAG_MCP_WAIT_SECONDS=0): generated two-page documents (~5 KB of text each, scripts/corpus.py)
@@ -231,12 +231,14 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--backends", nargs="+", default=["engine", "files"], choices=["engine", "files"])
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--keep", type=Path, help="build the knowledge bases in DIR/<backend> and keep them (for profiling)")
     args = parser.parse_args()
     sizes = sorted(args.sizes)
     report: dict[str, Any] = {"sizes": sizes, "rows": [], "start_up": {}, "cpus": psutil.cpu_count(), "note": "shared machine: wall-clock figures are noisy"}
-    with tempfile.TemporaryDirectory(prefix="bench-engine-") as root:
+    with contextlib.ExitStack() as stack:
+        root = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-engine-")))
         for backend in args.backends:
-            anyio.run(grow, backend, sizes, Path(root), report, args.json)
+            anyio.run(grow, backend, sizes, root, report, args.json)
     report["floors"] = floors(report, sizes)
     for line in report["floors"]:
         print(line)
