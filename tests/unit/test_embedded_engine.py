@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -27,7 +28,9 @@ from config.storages import (
     server_addresses,
 )
 from protocol import ErrorCode, RagError
+from rag_worker.storage import engine_template
 from rag_worker.storage.embedded_engine import ENGINE_DIR, EmbeddedEngine, read_postmaster, stop_engine
+from rag_worker.storage.engine_template import template_dir
 from rag_worker.storage.pg_client import quiet_table_probes, repair_reconnect
 from rag_worker.storage.placement import StoragePlacement
 
@@ -235,3 +238,22 @@ def test_lightrags_probes_of_tables_it_is_about_to_create_are_not_logged_while_a
     finally:
         lightrag_log.removeHandler(handler)
     assert seen == ["PostgreSQL database, error:connection refused", probe]
+
+
+async def test_a_new_engine_is_copied_from_the_packaged_template_private_to_its_user(working_dir: Path) -> None:
+    assert (template_dir() / "PG_VERSION").is_file(), "make setup builds the template"
+    info = await EmbeddedEngine(working_dir).ensure_running()
+    data = info.data_dir
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700  # PostgreSQL refuses anything wider
+    files = [path for path in data.rglob("*") if not path.is_socket()]  # the socket is open to all by design
+    assert files and all(stat.S_IMODE(path.lstat().st_mode) & 0o077 == 0 for path in files)
+    assert (data / "postgresql.conf").read_text().count("lightrag-mcp") >= 1  # our settings, written into the copy
+    assert "lightrag-mcp" not in (template_dir() / "postgresql.conf").read_text()  # the template stays pristine
+    await _query(info.socket_dir, "CREATE TABLE copied (id int)")  # a working, writable cluster
+
+
+async def test_without_a_packaged_template_the_engine_runs_initdb(working_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine_template, "template_dir", lambda: working_dir / "no-template")
+    info = await EmbeddedEngine(working_dir).ensure_running()
+    assert (info.data_dir / "PG_VERSION").is_file()
+    assert await _query(info.socket_dir, "SELECT 1") == 1
