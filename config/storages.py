@@ -100,7 +100,7 @@ def resolve_storages(settings: Settings, environ: Mapping[str, str] | None = Non
     the embedded engine (which needs no connection variable: the worker starts it)."""
     env = os.environ if environ is None else environ
     if not storages_explicit(settings, env):
-        return DEFAULT_STORAGES[str(getattr(settings, "default_storage", "files"))]
+        return DEFAULT_STORAGES[str(settings.default_storage)]
     chosen: dict[str, str] = {}
     for kind in KINDS:
         variable = VARIABLES[kind]

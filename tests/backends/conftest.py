@@ -5,13 +5,14 @@ and Milvus database), so tests never see each other's data.
 
 A server that cannot be installed or started FAILS the tests that need it with the reason:
 CI must not pass without testing the backends.  LIGHTRAG_MCP_SKIP_BACKENDS=1 skips them
-explicitly instead (the embedded configuration still runs).
+explicitly instead (the embedded engine and the local files still run).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 import pytest
@@ -25,8 +26,11 @@ from tests.backends.servers import (
     redis_milvus_env,
     skip_requested,
 )
+from tests.engine_rows import engine_psql
 
-BACKENDS = ["embedded", "postgres", "redis_milvus"]
+#: engine: the default (the embedded PostgreSQL the server starts itself); files: LightRAG's local
+#: JSON, NanoVectorDB and GraphML files, still selectable and still serving older knowledge bases.
+BACKENDS = ["engine", "files", "postgres", "redis_milvus"]
 
 
 class Server(Protocol):
@@ -89,11 +93,19 @@ class Backend:
     redis: RedisServer | None = None
     milvus: MilvusServer | None = None
 
-    def stored(self) -> dict[str, int]:
+    @property
+    def in_postgres(self) -> bool:
+        """LightRAG's PostgreSQL storages: the embedded engine's or a server's."""
+        return self.name == "engine" or self.postgres is not None
+
+    def stored(self, data_dir: Path) -> dict[str, int]:
         """What the storage server itself holds for this configuration (proof that the data
-        went there, not into local files): row, key or vector counts; {} when embedded."""
+        went there, not into local files): row, key or vector counts; {} on the local files."""
         if self.postgres is not None:
-            return postgres_counts(self.postgres, self.env["POSTGRES_DATABASE"])
+            server, database = self.postgres, self.env["POSTGRES_DATABASE"]
+            return postgres_counts(lambda sql: server.psql(database, sql))
+        if self.name == "engine":
+            return postgres_counts(lambda sql: engine_psql(data_dir, sql))
         if self.redis is not None and self.milvus is not None:
             return {
                 "redis_keys": redis_keys(self.redis, int(self.env["REDIS_URI"].rsplit("/", 1)[1])),
@@ -102,10 +114,8 @@ class Backend:
         return {}
 
 
-def postgres_counts(server: PostgresServer, database: str) -> dict[str, int]:
-    tables = server.psql(
-        database, "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'lightrag_%'"
-    ).split()
+def postgres_counts(psql: Callable[[str], str]) -> dict[str, int]:
+    tables = psql("SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'lightrag_%'").split()
     counts: dict[str, int] = {}
     for prefix, key in (
         ("lightrag_doc_status", "doc_status"),
@@ -115,7 +125,7 @@ def postgres_counts(server: PostgresServer, database: str) -> dict[str, int]:
         ("lightrag_graph_nodes", "graph_nodes"),
     ):
         counts[key] = sum(
-            int(server.psql(database, f"SELECT count(*) FROM {table}").strip())
+            int(psql(f"SELECT count(*) FROM {table}").strip())
             for table in tables
             if table == prefix or table.startswith(prefix + "_")
         )
@@ -136,8 +146,10 @@ def redis_keys(server: RedisServer, database: int) -> int:
 def backend(request: pytest.FixtureRequest) -> Backend:
     """Each test that asks for `backend` runs once per storage configuration."""
     name = request.param
-    if name == "embedded":
-        return Backend(name)
+    if name == "engine":
+        return Backend(name)  # the default: no variable
+    if name == "files":
+        return Backend(name, {"LIGHTRAG_MCP_DEFAULT_STORAGE": "files"})
     if name == "postgres":
         server: PostgresServer = request.getfixturevalue("postgres_server")
         return Backend(name, server.env(server.new_database()), postgres=server)

@@ -113,10 +113,10 @@ def local_files(home: Path) -> set[str]:
 def check_placement(home: Path, backend: Backend) -> None:
     """The data is where the configuration says: in the server (counted there) or in local files."""
     files = local_files(home)
-    stored = backend.stored()
-    if backend.name == "embedded":
+    stored = backend.stored(home / "data")
+    if backend.name == "files":
         assert {LOCAL_KV, LOCAL_VECTORS, LOCAL_GRAPH} <= files, files
-    elif backend.name == "postgres":
+    elif backend.name in {"engine", "postgres"}:
         assert not files & {LOCAL_KV, LOCAL_VECTORS, LOCAL_GRAPH}, files  # nothing fell back to local files
         assert all(count > 0 for count in stored.values()), stored
     else:
@@ -150,7 +150,7 @@ async def test_upload_query_deduplicate_and_replace(home: Path, backend: Backend
         await ok(client, "lightrag_delete_documents", {"document_ids": [renamed["document_id"]]})
         counts = (await ok(client, "lightrag_get_status", {}))["counts"]
         assert counts["processed"] == 2 and counts["failed"] == 0
-        before = backend.stored()
+        before = backend.stored(home / "data")
 
         replaced = await processed(client, "zebra.md", ZEBRA_MD.replace("Alice Johnson", "Bruno Keller"))
         assert replaced["action"] == "replaced" and replaced["document_id"] == md["document_id"]
@@ -159,8 +159,8 @@ async def test_upload_query_deduplicate_and_replace(home: Path, backend: Backend
         text = " ".join(s["content"] for s in await sources(client, "Who led the ZEBRA-7741 project?", "naive"))
         assert "Bruno Keller" in text and "Alice Johnson" not in text
         assert "Alice Johnson" not in await entity_names(client, "Alice Johnson")
-        if backend.postgres is not None:  # the new version took the old one's row, no duplicate
-            assert backend.stored()["doc_status"] == before["doc_status"] == 2
+        if backend.in_postgres:  # the new version took the old one's row, no duplicate
+            assert backend.stored(home / "data")["doc_status"] == before["doc_status"] == 2
 
 
 async def test_list_and_cascade_delete(home: Path, backend: Backend) -> None:
@@ -194,8 +194,8 @@ async def test_list_and_cascade_delete(home: Path, backend: Backend) -> None:
         assert list(await listed(client)) == [zebra["document_id"]]
         remaining = await sources(client, "Who commissioned the QUASAR-5521 reactor?", "naive")
         assert all(s["document_id"] == zebra["document_id"] for s in remaining), remaining
-        if backend.postgres is not None:
-            assert backend.stored()["doc_status"] == 1
+        if backend.in_postgres:
+            assert backend.stored(home / "data")["doc_status"] == 1
 
 
 async def test_graph_export_and_entity_search(home: Path, backend: Backend) -> None:
@@ -317,5 +317,5 @@ async def test_a_worker_restart_loses_nothing_acknowledged(home: Path, backend: 
         found = await sources(client, "Who installed the OSPREY-9 beacon?", "naive")
         assert any("Grace Okafor" in s["content"] and s["filename"] == "archive.md" for s in found)
         check_placement(home, backend)
-        if backend.postgres is not None:
-            assert backend.stored()["doc_status"] == 4
+        if backend.in_postgres:
+            assert backend.stored(home / "data")["doc_status"] == 4

@@ -76,7 +76,7 @@ async def test_postgres_outage_is_a_clear_error_and_recovers_by_itself(
         assert reactor["status"] == "processed"
         await ok(client, "lightrag_list_documents", {}, "carol")  # a second workspace, open before the outage
         pid = await client.worker_pid()
-        assert backend.stored()["doc_status"] == 1
+        assert backend.stored(home / "data")["doc_status"] == 1
 
         pg.stop("fast")
         query = await bounded(client.call("lightrag_query", {"query": QUESTION, "mode": "mix"}))
@@ -121,4 +121,4 @@ async def test_postgres_outage_is_a_clear_error_and_recovers_by_itself(
         assert after["document_id"] in await listed(client)
         final = await client.health()
         assert final["components"]["worker"]["pid"] == pid and final["status"] != "unhealthy", final
-        assert backend.stored()["doc_status"] == 2 + (acknowledged is not None)
+        assert backend.stored(home / "data")["doc_status"] == 2 + (acknowledged is not None)

@@ -163,11 +163,11 @@ async def test_health_with_dependencies_opens_the_callers_lightrag_offline(home:
         health = await client.health(check_dependencies=True)
         workspace = health["components"]["workspace"]
         assert workspace["status"] == "connected" and workspace["workspace"] == "default"
-        assert workspace["storages"] == {
-            "kv": "JsonKVStorage",
-            "vector": "NanoVectorDBStorage",
-            "graph": "NetworkXStorage",
-            "doc_status": "JsonDocStatusStorage",
+        assert workspace["storages"] == {  # the default: the embedded engine, started by the server
+            "kv": "PGKVStorage",
+            "vector": "PGVectorStorage",
+            "graph": "PGTableGraphStorage",
+            "doc_status": "PGDocStatusStorage",
         }
         assert workspace["embedding_dim"] == 384
         assert any("LLM_BINDING" in note for note in health["notes"])  # says how to get answers

@@ -3,12 +3,12 @@ name and its bytes (SPEC §4 Ingestion rules)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.engine_rows import engine_rows
 from tests.integration.harness import Client, running_server
 from tests.integration.test_core_flow import sources_of, upload
 
@@ -33,8 +33,6 @@ def data_of(result: Any) -> dict[str, Any]:
     return result.structured_content
 
 
-def stored_json(data_dir: Path, name: str) -> dict[str, Any]:
-    return json.loads((data_dir / "default" / name).read_text("utf-8"))
 
 
 def test_lightrag_own_chunker_would_cut_characters_of_this_text() -> None:
@@ -52,7 +50,7 @@ async def test_stored_chunks_of_german_cjk_arabic_and_emoji_text_hold_no_replace
     async with running_server(home, WORKING_DIR=str(data_dir), LIGHTRAG_MCP_WAIT_SECONDS="120") as client:
         result = await upload(client, "gemischt.md", MIXED, "text/markdown")
         assert result["status"] == "processed" and result["chunks"] > 5
-        chunks = [c for c in stored_json(data_dir, "kv_store_text_chunks.json").values() if c.get("full_doc_id") == result["document_id"]]
+        chunks = [c for c in engine_rows(data_dir, "lightrag_doc_chunks").values() if c["full_doc_id"] == result["document_id"]]
         assert len(chunks) == result["chunks"]
         assert sum(chunk["content"].count("\ufffd") for chunk in chunks) == 0
         assert all(chunk["tokens"] <= 240 for chunk in chunks)
@@ -76,7 +74,7 @@ async def test_a_different_file_with_the_same_text_is_a_document_of_its_own(home
         assert {"A.md", "B.md"} <= {source["filename"] for source in found}
         again = await upload(client, "B.md", ORCHID, "text/markdown")
         assert (again["action"], again["document_id"]) == ("already_indexed", second["document_id"])
-        status = stored_json(data_dir, "kv_store_doc_status.json")
+        status = engine_rows(data_dir, "lightrag_doc_status")
         assert not [doc_id for doc_id in status if doc_id.startswith("dup-")]
         assert all(row["status"] == "processed" for row in status.values())
 
