@@ -23,7 +23,7 @@ row that an overlapping commit is already embedding is waited for, not embedded 
 LightRAG's PostgreSQL vector store (`PGVectorStorage`, the embedded engine's) buffers the same
 way (`_pending_vector_docs`, embedded under its `_flush_lock` at the commit) and gets the same
 treatment: the one difference, where a buffered row's content and the stored rows are read, is
-a :class:`_Buffer` per storage class (`rag_worker.storage.vector_buffers`).
+a `Buffer` per storage class (`rag_worker.storage.vector_buffers`).
 """
 
 from __future__ import annotations
