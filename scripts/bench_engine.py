@@ -7,7 +7,8 @@ LIGHTRAG_MCP_WAIT_SECONDS=0): generated two-page documents (~5 KB of text each, 
 are sent with `lightrag_insert_text` in batches of 100, each batch's indexing awaited by polling
 `lightrag_get_status`.  Per batch it prints: worker + engine CPU seconds per document (the
 worker's own CPU and the engine's postmaster and backends, children included), documents per
-minute (wall clock), enqueue p50/p95 (the insert calls' round trips while the previous batch may
+minute (wall clock), texts sent to the embedding model for indexing per document (counted in
+the worker by scripts/embed_count/sitecustomize.py), enqueue p50/p95 (the insert calls' round trips while the previous batch may
 still index), total memory (PSS of front, worker and its helpers, engine), disk per document (the data
 directory), and at each size in --sizes the `only_context` query p50 per mode and the calls that read
 a whole store (a listing page, the status counts, an entity search, a graph export of 200 nodes, and
@@ -36,7 +37,8 @@ import anyio
 import orjson
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 from scripts.bench_support import MODES, BenchClient, front  # noqa: E402
 from scripts.corpus import generated_documents  # noqa: E402
@@ -89,14 +91,27 @@ class Run:
     def __init__(self, backend: str, home: Path) -> None:
         self.backend, self.home = backend, home
         self.data_dir = home / "data"
+        self.embed_counts = home / "embed_count"
+        self.embed_counts.mkdir(parents=True, exist_ok=True)
         self.env = {
             "LIGHTRAG_MCP_DEFAULT_STORAGE": backend,
             "WORKING_DIR": str(self.data_dir),
             "LIGHTRAG_MCP_WAIT_SECONDS": "0",
             "LIGHTRAG_MCP_MAX_REQUESTS": "0",  # no planned recycle: one worker's CPU counted throughout
+            # This tree's code (not whichever the editable install names), and the count of
+            # texts embedded for indexing (scripts/embed_count/sitecustomize.py).
+            "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "scripts" / "embed_count")]),
+            "LIGHTRAG_MCP_BENCH_EMBED_COUNT_DIR": str(self.embed_counts),
         }
         self.rows: list[dict[str, Any]] = []
         self.removed = 0  # documents the cascade-delete timing removed
+
+    def texts_embedded(self, worker_pid: int) -> int:
+        """Texts the worker has sent to the model for indexing so far."""
+        try:
+            return int((self.embed_counts / str(worker_pid)).read_text() or 0)
+        except (OSError, ValueError):
+            return 0
 
     def processes(self, client: BenchClient) -> dict[str, list[psutil.Process]]:
         worker = psutil.Process(client.pids["worker"])
@@ -109,6 +124,7 @@ class Run:
     async def batch(self, client: BenchClient, docs: list[tuple[str, str]], indexed: int) -> dict[str, Any]:
         before = self.processes(client)
         cpu_before = _cpu_seconds(before["worker"][:1]) + _cpu_seconds(before["engine"][:1])
+        embedded_before = self.texts_embedded(client.pids["worker"])
         started = time.perf_counter()
         enqueue: list[float] = []
         for name, text in docs:
@@ -133,6 +149,7 @@ class Run:
             "documents": indexed + len(docs),
             "failed": counts.get("failed", 0),
             "cpu_s_per_doc": round((cpu_after - cpu_before + max(live_backends, 0.0)) / len(docs), 3),
+            "texts_embedded_per_doc": round((self.texts_embedded(client.pids["worker"]) - embedded_before) / len(docs), 1),
             "docs_per_min": round(len(docs) / wall * 60, 1),
             "enqueue_p50_ms": round(statistics.median(enqueue), 1),
             "enqueue_p95_ms": round(enqueue[int(len(enqueue) * 0.95) - 1], 1),

@@ -52,7 +52,7 @@ import anyio
 
 from protocol import ErrorCode, RagError
 from rag_worker.storage.engine_template import copy_template
-from rag_worker.storage.pg_client import drop_pool
+from rag_worker.storage.pg_client import drop_pool, engine_host
 
 log = logging.getLogger("rag_worker.storage.embedded_engine")
 # The library logs every pg_ctl command line with its output at INFO: its warnings are enough.
@@ -215,6 +215,7 @@ class EmbeddedEngine:
             POSTGRES_DATABASE=DATABASE,
         )
         os.environ.setdefault("POSTGRES_MAX_CONNECTIONS", POOL_SIZE)
+        engine_host(str(info.socket_dir))  # its pool hands connections back without the reset query
         # A killed engine is back within seconds (`watch`): LightRAG's client retries across that
         # instead of failing the documents it is merging, and drops a broken pool quickly.
         os.environ.update(RETRY_ACROSS_RESTART)

@@ -1,6 +1,7 @@
 """LightRAG's process-wide PostgreSQL client (`postgres_impl.PostgreSQLDB`), as this project runs it:
-one repair of LightRAG 1.5.7, the drop of its pool after the embedded engine restarted, and
-quiet table probes while a knowledge base is first created.
+one repair of LightRAG 1.5.7, a lighter hand-back of the embedded engine's connections, the
+drop of its pool after the embedded engine restarted, and quiet table probes while a knowledge
+base is first created.
 
 The repair: a reconnect that fails once deadlocks the client for good.  `_ensure_pool` holds
 `_pool_reconnect_lock` while `initdb` runs; `initdb` retries a refused connection, and its retry's
@@ -9,6 +10,17 @@ task waits for itself, and every later storage call of the process waits behind 
 whenever the server was down for longer than one connection attempt (the embedded engine killed
 while documents indexed: they stayed "processing" until the worker restarted).  The lock is made
 re-entrant for the task that holds it; other tasks still wait as LightRAG meant.
+
+The lighter hand-back: LightRAG's pool runs asyncpg's reset query (`pg_advisory_unlock_all(); CLOSE
+ALL; UNLISTEN *; RESET ALL`) every time a connection goes back to the pool, i.e. after every
+statement: a second round trip and a second statement in the engine per query (2 % of the worker's
+py-spy samples while indexing on the engine, about as many as the queries' own execution).  It
+clears session state a checkout may leave: session advisory locks, cursors, LISTENs, `SET`s.  On
+the embedded engine nothing leaves any: its storages are the four of `ENGINE_STORAGES` (no Apache
+AGE `search_path`; an HNSW index, not VCHORDRQ's session settings), LightRAG's advisory locks are
+transaction-scoped, and our session advisory locks live on a connection of their own (`locks.py`).
+So the engine's pools skip that query; asyncpg still rolls back a transaction left open and drops
+listeners (`Connection._reset`).  A server configured explicitly keeps LightRAG's full reset.
 
 Nothing here imports LightRAG or asyncpg at module level: a worker on the local files never loads them.
 """
@@ -31,6 +43,8 @@ _REPAIRED = "_lightrag_mcp_reentrant_reconnect"
 _OPENING: ContextVar[bool] = ContextVar("lightrag_mcp_opening", default=False)
 #: What LightRAG 1.5.7 logs at ERROR when it probes one of its tables before creating it.
 _MISSING_TABLE = re.compile(r'PostgreSQL database, error:relation "lightrag_\w+" does not exist')
+#: The embedded engines' socket directories (`POSTGRES_HOST`) in this process.
+_ENGINE_HOSTS: set[str] = set()
 
 
 class TaskReentrantLock:
@@ -78,10 +92,32 @@ def repair_reconnect() -> None:
         self._pool_reconnect_lock = TaskReentrantLock()
 
     PostgreSQLDB.__init__ = __init__
+    PostgreSQLDB.initdb = _lighter_release(PostgreSQLDB.initdb)
     setattr(PostgreSQLDB, _REPAIRED, True)
     db = _shared_client()
     if db is not None:  # built before the repair (a test's, a script's): it gets the lock too
         db._pool_reconnect_lock = TaskReentrantLock()
+
+
+def engine_host(host: str) -> None:
+    """Name the embedded engine's socket directory: pools to it skip the reset query (module docstring)."""
+    _ENGINE_HOSTS.add(host)
+
+
+def _lighter_release(initdb: Any) -> Any:
+    """Every pool LightRAG builds (first use, and each reconnect) goes through `initdb`."""
+
+    async def lighter_initdb(self: Any) -> Any:
+        result = await initdb(self)
+        if self.pool is not None and str(self.host) in _ENGINE_HOSTS:
+            self.pool._reset = _nothing_more
+        return result
+
+    return lighter_initdb
+
+
+async def _nothing_more(connection: Any) -> None:
+    """The pool's reset callback after asyncpg's own `_reset` (rollback, listeners): nothing else."""
 
 
 def drop_pool() -> None:

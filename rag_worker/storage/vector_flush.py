@@ -19,6 +19,11 @@ Two changes, both on the storage instances of one LightRAG object:
 And indexing embeds only what it must (:func:`embed_pending`): a row whose content is the
 one stored under its id keeps the stored vector, identical contents are embedded once, and a
 row that an overlapping commit is already embedding is waited for, not embedded twice.
+
+LightRAG's PostgreSQL vector store (`PGVectorStorage`, the embedded engine's) buffers the same
+way (`_pending_vector_docs`, embedded under its `_flush_lock` at the commit) and gets the same
+treatment: the one difference, where a buffered row's content and the stored rows are read, is
+a `Buffer` per storage class (`rag_worker.storage.vector_buffers`).
 """
 
 from __future__ import annotations
@@ -32,10 +37,10 @@ from typing import Any
 
 import numpy as np
 
+from rag_worker.storage.vector_buffers import BUFFERS, Buffer
+
 log = logging.getLogger(__name__)
 
-#: The storages that embed under their lock (LightRAG 1.5.7, pinned).
-_LOCAL_VECTOR_STORAGES = frozenset({"NanoVectorDBStorage"})
 _QUESTION: ContextVar[bool] = ContextVar("lightrag_mcp_question", default=False)
 
 #: Rows being embedded now (by object id; the row is kept alive alongside), and the future that
@@ -56,12 +61,13 @@ def reading_committed_state() -> Iterator[None]:
 
 
 def embed_outside_locks(rag: Any) -> None:
-    """Make each local vector store of `rag` embed outside its lock, and questions read committed rows."""
+    """Make each buffering vector store of `rag` embed outside its lock, and questions read committed rows."""
     for storage in (rag.chunks_vdb, rag.entities_vdb, rag.relationships_vdb):
-        if type(storage).__name__ not in _LOCAL_VECTOR_STORAGES or not hasattr(storage, "_pending_upserts"):
+        buffer = BUFFERS.get(type(storage).__name__)
+        if buffer is None or not hasattr(storage, buffer.pending):
             continue
-        storage.index_done_callback = _embedding_first(storage, storage.index_done_callback)
-        storage.get_vectors_by_ids = _vectors_without_waiting(storage, storage.get_vectors_by_ids)
+        storage.index_done_callback = _embedding_first(storage, buffer, storage.index_done_callback)
+        storage.get_vectors_by_ids = _vectors_without_waiting(storage, buffer, storage.get_vectors_by_ids)
 
 
 #: Rounds of embedding before a commit takes the lock: rows another document's merge buffers
@@ -69,11 +75,12 @@ def embed_outside_locks(rag: Any) -> None:
 _COMMIT_ROUNDS = 3
 
 
-def _embedding_first(storage: Any, commit: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+def _embedding_first(storage: Any, buffer: Buffer, commit: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
     async def index_done_callback() -> Any:
         tried: set[int] = set()  # a row a round could not embed is left to the commit, not retried
         for _ in range(_COMMIT_ROUNDS):
-            new = [id(row) for row in storage._pending_upserts.values() if row.vector is None and id(row) not in tried]
+            rows = buffer.rows(storage).values()
+            new = [id(row) for row in rows if row.vector is None and id(row) not in tried]
             if not new:
                 break
             tried.update(new)
@@ -84,11 +91,12 @@ def _embedding_first(storage: Any, commit: Callable[[], Awaitable[Any]]) -> Call
 
 
 def _vectors_without_waiting(
-    storage: Any, read: Callable[[list[str]], Awaitable[dict[str, Any]]]
+    storage: Any, buffer: Buffer, read: Callable[[list[str]], Awaitable[dict[str, Any]]]
 ) -> Callable[[list[str]], Awaitable[dict[str, Any]]]:
     async def get_vectors_by_ids(ids: list[str]) -> dict[str, Any]:
         if _QUESTION.get():
-            ids = [row_id for row_id in ids if not _unembedded(storage, row_id)]
+            pending = buffer.rows(storage)
+            ids = [row_id for row_id in ids if not _unembedded(pending.get(row_id))]
         else:
             await embed_pending(storage, ids)
         return await read(ids)
@@ -96,8 +104,7 @@ def _vectors_without_waiting(
     return get_vectors_by_ids
 
 
-def _unembedded(storage: Any, row_id: str) -> bool:
-    row = storage._pending_upserts.get(row_id)
+def _unembedded(row: Any) -> bool:
     return row is not None and row.vector is None
 
 
@@ -108,8 +115,9 @@ async def embed_pending(storage: Any, only: Iterable[str] | None = None) -> int:
     already holds under its id takes the stored vector; identical contents are embedded
     once; a row another commit is embedding right now is waited for, not embedded again.
     """
+    buffer = BUFFERS[type(storage).__name__]
     # A snapshot taken without awaiting: upserts run on this same event loop.
-    pending = storage._pending_upserts
+    pending = buffer.rows(storage)
     rows = list(pending.values()) if only is None else [pending[i] for i in only if i in pending]
     waiting = [row for row in rows if row.vector is None]
     if not waiting:
@@ -122,7 +130,7 @@ async def embed_pending(storage: Any, only: Iterable[str] | None = None) -> int:
         for row in mine:
             _IN_FLIGHT[id(row)] = (row, done)
         try:
-            embedded = await _give_vectors(storage, mine)
+            embedded = await _give_vectors(storage, buffer, mine)
         finally:
             for row in mine:
                 _IN_FLIGHT.pop(id(row), None)
@@ -133,12 +141,12 @@ async def embed_pending(storage: Any, only: Iterable[str] | None = None) -> int:
     return embedded
 
 
-async def _give_vectors(storage: Any, rows: list[Any]) -> int:
-    reused = _reuse_stored_vectors(storage, rows)
+async def _give_vectors(storage: Any, buffer: Buffer, rows: list[Any]) -> int:
+    reused = await _reuse_stored_vectors(storage, buffer, rows)
     by_content: dict[str, list[Any]] = {}
     for row in rows:
         if row.vector is None:
-            by_content.setdefault(row.record["content"], []).append(row)
+            by_content.setdefault(buffer.content(row), []).append(row)
     if reused:
         log.debug("%s: %d unchanged rows keep their stored vector", storage.namespace, reused)
     if not by_content:
@@ -159,24 +167,22 @@ async def _give_vectors(storage: Any, rows: list[Any]) -> int:
     return len(contents)
 
 
-def _reuse_stored_vectors(storage: Any, rows: list[Any]) -> int:
+async def _reuse_stored_vectors(storage: Any, buffer: Buffer, rows: list[Any]) -> int:
     """Give each row whose content equals the stored row's (same id) the stored vector.
 
     LightRAG 1.5.7 upserts an entity's or a relation's row (content = name + description)
-    every time a document merges into it, and NanoVectorDB keeps no memory of what it
+    every time a document merges into it, and its vector stores keep no memory of what they
     embedded: an unchanged description was embedded again at every commit. The stored
     vector is the one the same model computed for the same text (the workspace's model
-    marker refuses another model), read from NanoVectorDB's float32 matrix, the row
-    aligned with its data list. Synchronous: no other coroutine touches the client meanwhile.
+    marker refuses another model). A row upserted again while the stored rows are read is a
+    new buffered row: it is embedded on its own, the old one's vector is never written.
     """
-    held = getattr(storage._client, "_NanoVectorDB__storage", None)
-    if not held or not held["data"]:
-        return 0
-    wanted = {row.record.get("__id__"): row for row in rows}
+    wanted = {buffer.row_id(row): row for row in rows}
+    stored = await buffer.stored(storage, list(wanted))
     reused = 0
-    for position, stored in enumerate(held["data"]):
-        row = wanted.get(stored.get("__id__"))
-        if row is not None and row.vector is None and stored.get("content") == row.record.get("content"):
-            row.vector = np.array(held["matrix"][position], dtype=np.float32)
+    for row_id, (content, vector) in stored.items():
+        row = wanted.get(row_id)
+        if row is not None and row.vector is None and content == buffer.content(row):
+            row.vector = vector
             reused += 1
     return reused

@@ -146,6 +146,41 @@ async def test_lightrags_client_answers_once_the_engine_is_back_after_several_re
         await engine.release()
 
 
+async def _setting_after_hand_back(socket_dir: str) -> tuple[str, str]:
+    """A `SET` made on one checkout of LightRAG's pool, read by the next checkout (one connection);
+    and the state of a transaction the first checkout left open."""
+    from lightrag.kg.postgres_impl import ClientManager, PostgreSQLDB
+
+    db = PostgreSQLDB({**ClientManager.get_config(), "host": socket_dir, "max_connections": 1})
+    await db.initdb()
+    try:
+        assert db.pool is not None
+        async with db.pool.acquire() as connection:
+            await connection.execute("SET application_name = 'left-by-a-checkout'")
+            await connection.execute("BEGIN")  # left open: never committed
+            await connection.execute("CREATE TABLE never_committed (x int)")
+        async with db.pool.acquire() as connection:
+            name = await connection.fetchval("SHOW application_name")
+            table = await connection.fetchval("SELECT to_regclass('never_committed')::text")
+        return name, str(table)
+    finally:
+        await db.pool.close()
+
+
+async def test_the_engines_pool_hands_connections_back_without_the_reset_query_and_still_rolls_back(working_dir: Path) -> None:
+    """asyncpg's reset query (`RESET ALL` ...) after every statement cost as much as the statements
+    (rag_worker.storage.pg_client): the engine's pools skip it, a transaction left open is still
+    rolled back; a server not named as the engine (the same one, by another spelling) keeps it."""
+    repair_reconnect()
+    engine = EmbeddedEngine(working_dir)
+    info = await engine.ensure_running()
+    try:
+        assert await _setting_after_hand_back(str(info.socket_dir)) == ("left-by-a-checkout", "None")
+        assert await _setting_after_hand_back(f"{info.socket_dir}/.") == ("", "None")
+    finally:
+        await engine.release()
+
+
 async def test_a_stale_pid_file_naming_another_program_does_not_block_the_start(working_dir: Path) -> None:
     engine = EmbeddedEngine(working_dir)
     info = await engine.ensure_running()

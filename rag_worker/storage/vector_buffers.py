@@ -1,0 +1,85 @@
+"""Where LightRAG 1.5.7's buffering vector stores keep their buffered rows and their stored ones
+(used by `rag_worker.storage.vector_flush`, one mechanism for every such store).
+
+Both stores buffer an upsert as a row object with a ``vector`` attribute (None until embedded)
+that their commit embeds under the store's lock; they differ in the attribute holding the
+buffer, in where the row keeps its text, and in how the stored rows are read:
+- `NanoVectorDBStorage` (the JSON files): ``_pending_upserts`` {id: row}, ``row.record``; the
+  stored rows are the client's in-memory data list and float32 matrix;
+- `PGVectorStorage` (the embedded engine, or a PostgreSQL server): ``_pending_vector_docs``
+  {id: row}, ``row.item``; the stored rows are read with one query per commit, on LightRAG's
+  own table and workspace column, as its ``get_vectors_by_ids`` reads them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+#: id -> (stored content, stored vector)
+Stored = dict[str, tuple[str, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """How one vector storage class buffers upserts and reads what it stored."""
+
+    pending: str  # the storage's attribute holding {id: buffered row}
+    fields: str  # the buffered row's attribute holding LightRAG's item (``__id__``, ``content``)
+    stored: Callable[[Any, list[str]], Awaitable[Stored]]
+
+    def rows(self, storage: Any) -> dict[str, Any]:
+        rows: dict[str, Any] = getattr(storage, self.pending)
+        return rows
+
+    def content(self, row: Any) -> str:
+        return str(getattr(row, self.fields)["content"])
+
+    def row_id(self, row: Any) -> str:
+        return str(getattr(row, self.fields)["__id__"])
+
+
+async def _nano_stored(storage: Any, ids: list[str]) -> Stored:
+    """NanoVectorDB's rows of `ids`, read from its data list and the float32 matrix aligned with
+    it.  Synchronous inside: no other coroutine touches the client meanwhile."""
+    held = getattr(storage._client, "_NanoVectorDB__storage", None)
+    if not held or not held["data"]:
+        return {}
+    wanted = set(ids)
+    return {
+        row["__id__"]: (row.get("content"), np.array(held["matrix"][position], dtype=np.float32))
+        for position, row in enumerate(held["data"])
+        if row.get("__id__") in wanted
+    }
+
+
+async def _pg_stored(storage: Any, ids: list[str]) -> Stored:
+    """PostgreSQL's rows of `ids` in one query.  A failed read only means embedding them again
+    (the commit that follows reports the server's trouble itself)."""
+    sql = f"SELECT id, content, content_vector FROM {storage.table_name} WHERE workspace=$1 AND id = ANY($2)"
+    try:
+        rows = await storage.db.query(sql, [storage.workspace, ids], multirows=True)
+    except Exception as error:  # noqa: BLE001 - any failure falls back to embedding
+        log.warning("%s: stored vectors not read (%s); embedding the rows", storage.namespace, type(error).__name__)
+        return {}
+    stored: Stored = {}
+    for row in rows or []:
+        vector = row.get("content_vector")
+        if vector is not None and row.get("content") is not None:
+            # pgvector's codec (LightRAG registers it on every connection) gives a `Vector`.
+            values = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
+            stored[row["id"]] = (row["content"], np.asarray(values, dtype=np.float32))
+    return stored
+
+
+#: By storage class name (LightRAG 1.5.7, pinned).
+BUFFERS: dict[str, Buffer] = {
+    "NanoVectorDBStorage": Buffer("_pending_upserts", "record", _nano_stored),
+    "PGVectorStorage": Buffer("_pending_vector_docs", "item", _pg_stored),
+}
