@@ -95,6 +95,8 @@ def _vectors_without_waiting(
 ) -> Callable[[list[str]], Awaitable[dict[str, Any]]]:
     async def get_vectors_by_ids(ids: list[str]) -> dict[str, Any]:
         if _QUESTION.get():
+            if buffer.committed is not None:
+                return await buffer.committed(storage, ids)
             pending = buffer.rows(storage)
             ids = [row_id for row_id in ids if not _unembedded(pending.get(row_id))]
         else:

@@ -150,3 +150,15 @@ async def test_a_question_on_the_engine_never_embeds_rows_still_being_indexed(ra
     with reading_committed_state():
         vectors = await store.get_vectors_by_ids(["ent-old", "ent-new"])
     assert set(vectors) == {"ent-old"} and len(rag.test_embedder.texts) == texts
+
+
+async def test_a_question_reads_the_engines_chunk_vectors_as_float32_arrays_equal_to_lightrags(rag: Any) -> None:
+    store = rag.chunks_vdb
+    await store.upsert({f"chunk-{n}": {"content": f"chunk text {n}", "full_doc_id": "d", "tokens": 3, "chunk_order_index": n, "file_path": "f"} for n in range(3)})
+    await store.index_done_callback()
+    own = await store.get_vectors_by_ids(["chunk-0", "chunk-1", "chunk-2", "missing"])  # LightRAG's read: lists
+    with reading_committed_state():
+        fast = await store.get_vectors_by_ids(["chunk-0", "chunk-1", "chunk-2", "missing"])
+    assert set(fast) == set(own) == {"chunk-0", "chunk-1", "chunk-2"}
+    assert all(isinstance(vector, np.ndarray) and vector.dtype == np.float32 for vector in fast.values())
+    assert all(np.allclose(fast[key], np.asarray(own[key], dtype=np.float32)) for key in own)
