@@ -37,10 +37,9 @@ def resolve(env: dict[str, str]) -> StorageSet:
     return resolve_storages(load_settings(env), env)
 
 
-def test_no_configuration_means_the_files_and_the_embedded_engine_is_one_setting_away() -> None:
-    assert resolve({}) == LOCAL_STORAGES and LOCAL_STORAGES.is_local
-    engine = resolve({"LIGHTRAG_MCP_DEFAULT_STORAGE": "engine"})
-    assert engine == ENGINE_STORAGES and ENGINE_STORAGES.embedded and ENGINE_STORAGES.needs_no_server
+def test_no_configuration_means_the_embedded_engine_and_the_files_are_one_setting_away() -> None:
+    assert resolve({}) == ENGINE_STORAGES and ENGINE_STORAGES.embedded and ENGINE_STORAGES.needs_no_server
+    assert resolve({"LIGHTRAG_MCP_DEFAULT_STORAGE": "files"}) == LOCAL_STORAGES and LOCAL_STORAGES.is_local
 
 
 def test_postgres_all_in_one_and_redis_milvus_mixes_resolve() -> None:
