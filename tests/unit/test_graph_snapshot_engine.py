@@ -1,0 +1,77 @@
+"""On the embedded engine's graph (LightRAG's `PGTableGraphStorage`) a graph tool reuses the
+snapshot it read while the graph is unchanged, and reads it again after any insert, update or
+delete.  Real LightRAG on the real embedded engine."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag_worker.graph.snapshot import GraphSnapshot, read_snapshot
+from tests.unit.test_vector_flush import CountingEmbedder
+from tests.unit.test_vector_flush_engine import anyio_backend, engine_dir  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.anyio
+
+
+class Context:
+    """What read_snapshot needs of a request context: CPU work run (here, inline)."""
+
+    async def run_cpu(self, function: Callable[..., Any], *args: Any) -> Any:
+        return function(*args)
+
+
+@pytest.fixture
+async def graph(engine_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:  # noqa: F811
+    from lightrag import LightRAG
+    from lightrag.utils import EmbeddingFunc
+
+    from rag_worker.embedded.offline_tokenizer import make_offline_tokenizer
+
+    async def no_llm(*args: Any, **kwargs: Any) -> str:
+        return ""
+
+    monkeypatch.chdir(tmp_path)  # LightRAG reads ./.env
+    rag = LightRAG(
+        working_dir=str(tmp_path),
+        workspace=f"g_{uuid.uuid4().hex[:8]}",
+        graph_storage="PGTableGraphStorage",
+        embedding_func=EmbeddingFunc(embedding_dim=8, func=CountingEmbedder(), model_name="count8"),
+        llm_model_func=no_llm,
+        tokenizer=make_offline_tokenizer(),
+    )
+    await rag.initialize_storages()
+    yield rag
+    await rag.finalize_storages()
+
+
+def node(name: str, description: str) -> dict[str, str]:
+    return {"entity_id": name, "entity_type": "person", "description": description, "source_id": "c1"}
+
+
+async def test_an_unchanged_graph_is_read_once_and_every_change_is_seen(graph: Any) -> None:
+    store, ctx = graph.chunk_entity_relation_graph, Context()
+    await store.upsert_node("Ada", node("Ada", "mathematician"))
+    await store.upsert_node("Bob", node("Bob", "engineer"))
+    await store.upsert_edge("Ada", "Bob", {"keywords": "works with", "weight": "1.0", "source_id": "c1"})
+    await store.index_done_callback()
+    first = await read_snapshot(ctx, graph)
+    assert isinstance(first, GraphSnapshot) and set(first.nodes) == {"Ada", "Bob"} and len(first.edges) == 1
+    assert await read_snapshot(ctx, graph) is first  # unchanged: not read again
+
+    await store.upsert_node("Ada", node("Ada", "mathematician and writer"))  # an update
+    await store.index_done_callback()
+    updated = await read_snapshot(ctx, graph)
+    assert updated is not first and "writer" in updated.nodes["Ada"]["description"]
+
+    await store.upsert_node("Cy", node("Cy", "chemist"))  # an insert
+    await store.index_done_callback()
+    assert "Cy" in (await read_snapshot(ctx, graph)).nodes
+
+    await store.remove_edges([("Ada", "Bob")])  # a delete
+    await store.index_done_callback()
+    assert (await read_snapshot(ctx, graph)).edges == []
