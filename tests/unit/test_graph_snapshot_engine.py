@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from rag_worker.graph.snapshot import GraphSnapshot, read_snapshot
-from tests.unit.test_vector_flush import CountingEmbedder
+from tests.unit.test_vector_flush import counting_lightrag
 from tests.unit.test_vector_flush_engine import anyio_backend, engine_dir  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.anyio
@@ -27,26 +27,10 @@ class Context:
 
 @pytest.fixture
 async def graph(engine_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:  # noqa: F811
-    from lightrag import LightRAG
-    from lightrag.utils import EmbeddingFunc
-
-    from rag_worker.embedded.offline_tokenizer import make_offline_tokenizer
-
-    async def no_llm(*args: Any, **kwargs: Any) -> str:
-        return ""
-
     monkeypatch.chdir(tmp_path)  # LightRAG reads ./.env
-    rag = LightRAG(
-        working_dir=str(tmp_path),
-        workspace=f"g_{uuid.uuid4().hex[:8]}",
-        graph_storage="PGTableGraphStorage",
-        embedding_func=EmbeddingFunc(embedding_dim=8, func=CountingEmbedder(), model_name="count8"),
-        llm_model_func=no_llm,
-        tokenizer=make_offline_tokenizer(),
-    )
-    await rag.initialize_storages()
-    yield rag
-    await rag.finalize_storages()
+    workspace = f"g_{uuid.uuid4().hex[:8]}"
+    async with counting_lightrag(tmp_path, workspace, graph_storage="PGTableGraphStorage", model_name="count8") as rag:
+        yield rag
 
 
 def node(name: str, description: str) -> dict[str, str]:

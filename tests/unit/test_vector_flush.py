@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +38,10 @@ class CountingEmbedder:
         return np.array([[len(t) % 7 + 1.0, *([1.0] * 7)] for t in texts], dtype=np.float32)
 
 
-@pytest.fixture
-async def rag(tmp_path: Path) -> Any:
-    """A LightRAG instance on the local storages with the counting embedder."""
+@contextlib.asynccontextmanager
+async def counting_lightrag(working_dir: Path, workspace: str, **options: Any) -> AsyncIterator[Any]:
+    """A real LightRAG with the counting embedder (as `.test_embedder`) and no LLM; `options` go
+    to LightRAG (storages) except `model_name`, the embedding's."""
     from lightrag import LightRAG
     from lightrag.utils import EmbeddingFunc
 
@@ -48,18 +51,29 @@ async def rag(tmp_path: Path) -> Any:
         return ""
 
     embedder = CountingEmbedder()
+    named = {"model_name": options.pop("model_name")} if "model_name" in options else {}
     instance = LightRAG(
-        working_dir=str(tmp_path),
-        workspace="t",
-        embedding_func=EmbeddingFunc(embedding_dim=8, func=embedder, supports_asymmetric=True),
+        working_dir=str(working_dir),
+        workspace=workspace,
+        embedding_func=EmbeddingFunc(embedding_dim=8, func=embedder, supports_asymmetric=True, **named),
         llm_model_func=no_llm,
         tokenizer=make_offline_tokenizer(),
+        **options,
     )
     await instance.initialize_storages()
     embed_outside_locks(instance)
     instance.test_embedder = embedder
-    yield instance
-    await instance.finalize_storages()
+    try:
+        yield instance
+    finally:
+        await instance.finalize_storages()
+
+
+@pytest.fixture
+async def rag(tmp_path: Path) -> AsyncIterator[Any]:
+    """A LightRAG instance on the local storages with the counting embedder."""
+    async with counting_lightrag(tmp_path, "t") as instance:
+        yield instance
 
 
 def vectors_ready_under_the_lock(store: Any) -> list[bool]:

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from rag_worker.storage.embedded_engine import ENGINE_DIR, EmbeddedEngine, stop_engine
-from rag_worker.storage.vector_flush import embed_outside_locks, reading_committed_state
-from tests.unit.test_vector_flush import CountingEmbedder
+from rag_worker.storage.vector_flush import reading_committed_state
+from tests.unit.test_vector_flush import counting_lightrag
 
 pytestmark = pytest.mark.anyio
 
@@ -39,29 +39,10 @@ def engine_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture
 async def rag(engine_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
     """A LightRAG instance whose vectors live in the engine, with the counting embedder."""
-    from lightrag import LightRAG
-    from lightrag.utils import EmbeddingFunc
-
-    from rag_worker.embedded.offline_tokenizer import make_offline_tokenizer
-
-    async def no_llm(*args: Any, **kwargs: Any) -> str:
-        return ""
-
     monkeypatch.chdir(tmp_path)  # LightRAG reads ./.env
-    embedder = CountingEmbedder()
-    instance = LightRAG(
-        working_dir=str(tmp_path),
-        workspace=f"t_{uuid.uuid4().hex[:8]}",
-        vector_storage="PGVectorStorage",
-        embedding_func=EmbeddingFunc(embedding_dim=8, func=embedder, supports_asymmetric=True, model_name="count8"),
-        llm_model_func=no_llm,
-        tokenizer=make_offline_tokenizer(),
-    )
-    await instance.initialize_storages()
-    embed_outside_locks(instance)
-    instance.test_embedder = embedder
-    yield instance
-    await instance.finalize_storages()
+    workspace = f"t_{uuid.uuid4().hex[:8]}"
+    async with counting_lightrag(tmp_path, workspace, vector_storage="PGVectorStorage", model_name="count8") as instance:
+        yield instance
 
 
 def vectors_ready_under_the_lock(store: Any) -> list[bool]:
