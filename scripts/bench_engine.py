@@ -1,6 +1,7 @@
 """Growth curve of the embedded database engine vs the JSON files, in the same run (issue 25).
 
     .venv/bin/python scripts/bench_engine.py --sizes 100 1000 [--backends engine files] [--json out.json] [--keep DIR]
+    .venv/bin/python scripts/bench_engine.py --remeasure DIR [--backends engine]   # on what --keep kept
 
 For each backend a fresh data directory and the real server (`python -m mcp_front` over stdio,
 LIGHTRAG_MCP_WAIT_SECONDS=0): generated two-page documents (~5 KB of text each, scripts/corpus.py)
@@ -228,6 +229,20 @@ async def grow(backend: str, sizes: list[int], root: Path, report: dict[str, Any
     print(orjson.dumps({"backend": backend, "start_up_at": sizes[-1], **report["start_up"][backend]}).decode(), flush=True)
 
 
+async def remeasure(backend: str, root: Path) -> None:
+    """--remeasure: the query p50 per mode and the whole-store calls, twice each, on a knowledge
+    base an earlier `--keep` run grew (when the machine is quieter than it was during the run)."""
+    run = Run(backend, root / backend)
+    async with front(run.home, **run.env) as client:
+        await client.wait_ready()
+        counts = await client.counts()
+        for attempt in (1, 2):
+            row = {"backend": backend, "documents": counts.get("processed", 0) - (attempt - 1), "attempt": attempt}
+            row.update(query_p50_ms=await query_p50(client), whole_store_ms=await whole_store_ms(client))
+            row["load_avg"] = round(os.getloadavg()[0], 1)
+            print(orjson.dumps(row).decode(), flush=True)
+
+
 def floors(report: dict[str, Any], sizes: list[int]) -> list[str]:
     """The issue's targets next to what was measured."""
     lines = []
@@ -249,7 +264,12 @@ def main() -> int:
     parser.add_argument("--backends", nargs="+", default=["engine", "files"], choices=["engine", "files"])
     parser.add_argument("--json", type=Path)
     parser.add_argument("--keep", type=Path, help="build the knowledge bases in DIR/<backend> and keep them (for profiling)")
+    parser.add_argument("--remeasure", type=Path, help="only time queries and whole-store calls on DIR/<backend>, kept by --keep")
     args = parser.parse_args()
+    if args.remeasure is not None:
+        for backend in args.backends:
+            anyio.run(remeasure, backend, args.remeasure)
+        return 0
     sizes = sorted(args.sizes)
     report: dict[str, Any] = {"sizes": sizes, "rows": [], "start_up": {}, "cpus": psutil.cpu_count(), "note": "shared machine: wall-clock figures are noisy"}
     with contextlib.ExitStack() as stack:
