@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,26 @@ PYTHON = sys.executable  # the project's venv interpreter when run via `make tes
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def lightrags_postgres_client_is_per_test() -> Iterator[None]:
+    """LightRAG keeps one PostgreSQL client per process (`ClientManager`), bound to the event loop
+    and the server it first met.  A worker has one loop and one engine; a test process runs each
+    test in a loop of its own, often on an engine of its own.  A client one test left behind (a
+    LightRAG not finalized, or one that failed half-way) served the next tests a pool on a closed
+    loop and a deleted socket ("Event loop is closed").  It is forgotten after every test."""
+    yield
+    postgres = sys.modules.get("lightrag.kg.postgres_impl")
+    if postgres is None:
+        return
+    manager = postgres.ClientManager
+    db = manager._instances.get("db")
+    if db is not None and getattr(db, "pool", None) is not None:
+        with contextlib.suppress(Exception):  # its loop may be closed already
+            db.pool.terminate()
+    manager._instances.update(db=None, ref_count=0, vector_signature=None)
+    manager._lock = asyncio.Lock()
 
 
 def client_env(home: Path, **extra: str) -> dict[str, str]:
