@@ -21,6 +21,21 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(autouse=True)
+def engines_a_test_started_are_stopped(request: pytest.FixtureRequest) -> Iterator[None]:
+    """An embedded engine outlives a killed worker by design (the next one reuses it), and one a
+    failed test started has no last user to stop it: whatever engine still runs in the test's
+    own temporary directory when the test ends is stopped (it left 4 running in one CI run)."""
+    own = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if own is None:
+        return
+    from rag_worker.storage.embedded_engine import stop_engine
+
+    for pid_file in own.rglob("postmaster.pid"):
+        stop_engine(pid_file.parent)
+
+
+@pytest.fixture(autouse=True)
 def lightrags_postgres_client_is_per_test() -> Iterator[None]:
     """LightRAG keeps one PostgreSQL client per process (`ClientManager`), bound to the event loop
     and the server it first met.  A worker has one loop and one engine; a test process runs each

