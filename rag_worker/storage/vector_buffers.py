@@ -61,23 +61,30 @@ async def _nano_stored(storage: Any, ids: list[str]) -> Stored:
     }
 
 
+async def _pg_rows(storage: Any, ids: list[str], columns: str) -> list[Any]:
+    """LightRAG's rows of `ids` in its own table and workspace, in one query."""
+    sql = f"SELECT {columns} FROM {storage.table_name} WHERE workspace=$1 AND id = ANY($2)"
+    return list(await storage.db.query(sql, [storage.workspace, ids], multirows=True) or [])
+
+
+def _float32(vector: Any) -> np.ndarray:
+    # pgvector's codec (LightRAG registers it on every connection) gives a `Vector`.
+    return np.asarray(vector.to_numpy() if hasattr(vector, "to_numpy") else vector, dtype=np.float32)
+
+
 async def _pg_stored(storage: Any, ids: list[str]) -> Stored:
-    """PostgreSQL's rows of `ids` in one query.  A failed read only means embedding them again
-    (the commit that follows reports the server's trouble itself)."""
-    sql = f"SELECT id, content, content_vector FROM {storage.table_name} WHERE workspace=$1 AND id = ANY($2)"
+    """PostgreSQL's rows of `ids`.  A failed read only means embedding them again (the commit
+    that follows reports the server's trouble itself)."""
     try:
-        rows = await storage.db.query(sql, [storage.workspace, ids], multirows=True)
+        rows = await _pg_rows(storage, ids, "id, content, content_vector")
     except Exception as error:  # noqa: BLE001 - any failure falls back to embedding
         log.warning("%s: stored vectors not read (%s); embedding the rows", storage.namespace, type(error).__name__)
         return {}
-    stored: Stored = {}
-    for row in rows or []:
-        vector = row.get("content_vector")
-        if vector is not None and row.get("content") is not None:
-            # pgvector's codec (LightRAG registers it on every connection) gives a `Vector`.
-            values = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
-            stored[row["id"]] = (row["content"], np.asarray(values, dtype=np.float32))
-    return stored
+    return {
+        row["id"]: (row["content"], _float32(row["content_vector"]))
+        for row in rows
+        if row.get("content_vector") is not None and row.get("content") is not None
+    }
 
 
 async def _pg_committed(storage: Any, ids: list[str]) -> dict[str, np.ndarray]:
@@ -88,15 +95,8 @@ async def _pg_committed(storage: Any, ids: list[str]) -> dict[str, np.ndarray]:
     committed state (buffered rows are not theirs), which is what this query sees."""
     if not ids:
         return {}
-    sql = f"SELECT id, content_vector FROM {storage.table_name} WHERE workspace=$1 AND id = ANY($2)"
-    rows = await storage.db.query(sql, [storage.workspace, ids], multirows=True)
-    vectors: dict[str, np.ndarray] = {}
-    for row in rows or []:
-        vector = row.get("content_vector")
-        if vector is not None:
-            values = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
-            vectors[row["id"]] = np.asarray(values, dtype=np.float32)
-    return vectors
+    rows = await _pg_rows(storage, ids, "id, content_vector")
+    return {row["id"]: _float32(row["content_vector"]) for row in rows if row.get("content_vector") is not None}
 
 
 #: By storage class name (LightRAG 1.5.7, pinned).
