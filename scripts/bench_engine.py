@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/bench_engine.py --sizes 100 1000 [--backends engine files] [--json out.json] [--keep DIR]
     .venv/bin/python scripts/bench_engine.py --remeasure DIR [--backends engine]   # on what --keep kept
+    .venv/bin/python scripts/bench_engine.py --sizes 2000 5000 --keep DIR    # grows DIR's kept bases on
 
 For each backend a fresh data directory and the real server (`python -m mcp_front` over stdio,
 LIGHTRAG_MCP_WAIT_SECONDS=0): generated two-page documents (~5 KB of text each, scripts/corpus.py)
@@ -212,9 +213,16 @@ async def start_to_first_query(run: Run) -> dict[str, float]:
 async def grow(backend: str, sizes: list[int], root: Path, report: dict[str, Any], out: Path | None) -> None:
     run = Run(backend, root / backend)
     docs = generated_documents(max(sizes), seed=25, fmt="text")
+    # A kept knowledge base grows on from where an earlier run (or a stopped one) left it.
+    progress = run.home / "bench_progress.json"
+    sent = 0
+    if progress.exists():
+        done = orjson.loads(progress.read_bytes())
+        sent, run.removed = done["sent"], done["removed"]
+        print(f"{backend}: growing the kept knowledge base on from {sent} documents sent", flush=True)
     async with front(run.home, **run.env) as client:
         await client.wait_ready()
-        for start in range(0, max(sizes), BATCH):
+        for start in range(sent, max(sizes), BATCH):
             row = await run.batch(client, docs[start : start + BATCH], start)
             if row["documents"] in sizes:
                 row["query_p50_ms"] = await query_p50(client)
@@ -223,6 +231,7 @@ async def grow(backend: str, sizes: list[int], root: Path, report: dict[str, Any
             row["load_avg"] = round(os.getloadavg()[0], 1)
             report["rows"].append(row)
             print(orjson.dumps(row).decode(), flush=True)
+            progress.write_bytes(orjson.dumps({"sent": row["documents"], "removed": run.removed}))
             if out is not None:
                 out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
     report["start_up"][backend] = await start_to_first_query(run)

@@ -50,7 +50,7 @@ from typing import Any
 import anyio
 
 from protocol import ErrorCode, RagError
-from rag_worker.storage.engine_template import create_data_directory
+from rag_worker.storage.engine_template import apply_settings, create_data_directory
 from rag_worker.storage.pg_client import drop_pool, engine_host
 
 log = logging.getLogger("rag_worker.storage.embedded_engine")
@@ -170,6 +170,7 @@ class EmbeddedEngine:
 
         if not (self.data_dir / "PG_VERSION").exists():
             create_data_directory(self.data_dir, get_server)
+        apply_settings(self.data_dir)  # read at the start below (a running engine keeps its own until restarted)
         server = get_server(self.data_dir, cleanup_mode=None, start=False)
         _let_the_server_user_in(self.data_dir)
         _remove_stale_pid_file(self.data_dir)

@@ -28,9 +28,12 @@ from typing import Any
 log = logging.getLogger("rag_worker.storage.embedded_engine")
 
 SERVER_USER = "pgserver"  # the user the library runs PostgreSQL as when the server runs as root
-#: Written once into each data directory's postgresql.conf: one server for every user of the data
-#: directory (50 LibreChat users × LightRAG's pool of POSTGRES_MAX_CONNECTIONS + a lock connection).
-SERVER_SETTINGS = {"max_connections": "600", "listen_addresses": "''"}
+#: Our block at the end of each data directory's postgresql.conf, brought up to date before every
+#: start: one server for every user of the data directory (50 LibreChat users × LightRAG's pool of
+#: POSTGRES_MAX_CONNECTIONS + a lock connection), no TCP, and at most 256 MB of write-ahead log
+#: between checkpoints (PostgreSQL's default of 1 GB made the log half of a 1,000-document
+#: knowledge base's disk).
+SERVER_SETTINGS = {"max_connections": "600", "listen_addresses": "''", "max_wal_size": "256MB", "min_wal_size": "64MB"}
 CONF_MARK = "# lightrag-mcp embedded engine"
 
 
@@ -49,7 +52,7 @@ def create_data_directory(data_dir: Path, get_server: Any) -> None:
     else:
         log.info("creating the embedded database engine's data directory (once; no packaged template)")
         server.ensure_pgdata_inited()
-    _write_settings(scratch)
+    apply_settings(scratch)
     os.rename(scratch, data_dir)
 
 
@@ -101,10 +104,13 @@ def _server_owner() -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
-def _write_settings(data_dir: Path) -> None:
+def apply_settings(data_dir: Path) -> None:
+    """Write our block (CONF_MARK and below) unless it is already there as SERVER_SETTINGS says:
+    a data directory made by an older version gets the current settings at its next start."""
     conf = data_dir / "postgresql.conf"
     text = conf.read_text()
-    if CONF_MARK in text:
+    ours = CONF_MARK + "\n" + "".join(f"{name} = {value}\n" for name, value in SERVER_SETTINGS.items())
+    head, marked, tail = text.partition(CONF_MARK)
+    if marked and marked + tail == ours:
         return
-    lines = [f"{name} = {value}" for name, value in SERVER_SETTINGS.items()]
-    conf.write_text(text + "\n" + CONF_MARK + "\n" + "\n".join(lines) + "\n")
+    conf.write_text((head if marked else text + "\n") + ours)

@@ -292,3 +292,18 @@ async def test_without_a_packaged_template_the_engine_runs_initdb(working_dir: P
     info = await EmbeddedEngine(working_dir).ensure_running()
     assert (info.data_dir / "PG_VERSION").is_file()
     assert await _query(info.socket_dir, "SELECT 1") == 1
+
+
+async def test_a_data_directory_made_by_an_older_version_gets_the_current_settings_at_its_next_start(working_dir: Path) -> None:
+    engine = EmbeddedEngine(working_dir)
+    info = await engine.ensure_running()
+    await engine.release()
+    conf = info.data_dir / "postgresql.conf"
+    head = conf.read_text().partition(engine_template.CONF_MARK)[0]
+    conf.write_text(head + engine_template.CONF_MARK + "\nmax_connections = 600\nlisten_addresses = ''\n")  # the block before the WAL cap
+    info = await EmbeddedEngine(working_dir).ensure_running()
+    assert await _query(info.socket_dir, "SELECT setting FROM pg_settings WHERE name = 'max_wal_size'") == "256"  # MB
+    text = conf.read_text()
+    assert text.count(engine_template.CONF_MARK) == 1 and text.startswith(head)
+    engine_template.apply_settings(info.data_dir)
+    assert conf.read_text() == text  # up to date: not rewritten
