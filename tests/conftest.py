@@ -35,6 +35,23 @@ def engines_a_test_started_are_stopped(request: pytest.FixtureRequest) -> Iterat
         stop_engine(pid_file.parent)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def no_engine_outlives_the_suite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The per-test sweep above runs when a test ends; an engine started after that (seen under
+    load in full CI runs, from 3 tests whose workers were still shutting down) is stopped here,
+    and named in the run's output, with the test directory it was in."""
+    yield
+    from rag_worker.storage.embedded_engine import stop_engine
+
+    base = tmp_path_factory.getbasetemp()
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    for pid_file in base.rglob("postmaster.pid"):
+        if stop_engine(pid_file.parent) and capture and reporter:
+            with capture.global_and_fixture_disabled():  # shown, even in a quiet run
+                reporter.write_line(f"stopped an engine left running in {pid_file.parent.relative_to(base)}")
+
+
 @pytest.fixture(autouse=True)
 def lightrags_postgres_client_is_per_test() -> Iterator[None]:
     """LightRAG keeps one PostgreSQL client per process (`ClientManager`), bound to the event loop
