@@ -6,9 +6,8 @@ backend.  Building the indexes is CPU work and runs in a worker thread.
 
 On LightRAG's PostgreSQL table graph (the embedded engine's) that read is the cost of every
 graph tool: 0.65-1.9 s at 1,000 documents, most of it decoding each row's JSON.  There a
-snapshot is kept (the last few workspaces') with the graph's version, one aggregate query over
-the two tables (row counts and the sum of the rows' transaction ids, which any insert, update or
-delete changes), and reused while the version is the same.  Snapshots are read-only.
+snapshot is kept (the last few workspaces') with the graph's version (`row_versions`: one
+aggregate query over the two tables), and reused while the version is the same.  Snapshots are read-only.
 
 Edge orientation: LightRAG's relations are undirected (the default storage is a NetworkX
 `Graph`); an edge's `source` → `target` is the order the storage reports it in, which is
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol import ErrorCode, RagError
+from rag_worker.storage.row_versions import version_sql
 
 log = logging.getLogger("rag_worker.graph")
 
@@ -188,13 +188,10 @@ def entity_type(attrs: dict[str, Any]) -> str:
 #: Snapshots kept, by graph storage (its workspace), most recent last: (storage, version, snapshot).
 _KEPT: OrderedDict[int, tuple[weakref.ref[Any], str, GraphSnapshot]] = OrderedDict()
 KEPT_SNAPSHOTS = 4
-_VERSION_SQL = """
-SELECT (SELECT count(*)::text || ':' || coalesce(sum(xmin::text::bigint), 0)::text
-          FROM lightrag_graph_nodes WHERE workspace = $1 AND namespace = $2)
-    || '/' ||
-       (SELECT count(*)::text || ':' || coalesce(sum(xmin::text::bigint), 0)::text
-          FROM lightrag_graph_edges WHERE workspace = $1 AND namespace = $2) AS version
-"""
+_VERSION_SQL = version_sql(
+    ("lightrag_graph_nodes", "workspace = $1 AND namespace = $2"),
+    ("lightrag_graph_edges", "workspace = $1 AND namespace = $2"),
+)
 
 
 async def graph_version(storage: Any) -> str | None:

@@ -31,12 +31,12 @@ from rag_worker.operations.deletion import (
 )
 from rag_worker.operations.listing import (
     add_graph_counts,
-    all_status_rows,
     document_view,
     listing_result,
     parse_list_request,
-    select_documents,
+    select_views,
     status_row,
+    workspace_views,
 )
 from rag_worker.operations.reading import document_text, newest_document, text_page
 from rag_worker.storage.catalog import state_of
@@ -48,9 +48,7 @@ async def list_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[str,
     """`lightrag_list_documents`: filter, sort and page documents; statistics of the workspace."""
     request = parse_list_request(args)
     ws = await ctx.state.engines.get(ctx.workspace)
-    rows = await all_status_rows(ws)
-    records = await ws.catalog.get_many(list(rows)) if rows else {}
-    listing = await ctx.run_cpu(select_documents, rows, records, request)
+    listing = await ctx.run_cpu(select_views, await workspace_views(ctx, ws), request)
     await add_graph_counts(ws, listing.page)
     return listing_result(listing)
 
@@ -83,7 +81,7 @@ async def read_text(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]
     ws = await ctx.state.engines.get(ctx.workspace)
     requested = str(args.get("document") or "")
     found = await ws.find_document(requested) if requested else None
-    doc_id = found[0] if found else None if requested else await newest_document(ws)
+    doc_id = found[0] if found else None if requested else await newest_document(ctx, ws)
     if doc_id is None:
         raise RagError(
             ErrorCode.DOCUMENT_NOT_FOUND,

@@ -285,10 +285,10 @@ async def system_stats(ctx: RequestContext, args: dict[str, Any]) -> dict[str, A
     directory = ctx.state.engines.workspace_dir(ws.name)
     result: dict[str, Any] = {"time_range": {"start": iso(start), "end": iso(end)}}
     if "documents" in categories:
-        result["documents"] = await document_stats(ws, start, end)
+        result["documents"] = await document_stats(ctx, ws, start, end)
     if "storage" in categories:
         usage = await ctx.run_cpu(directory_usage, directory)
-        documents = await document_usage(ws)
+        documents = await document_usage(ctx, ws)
         usage["documents"] = documents["documents"]
         usage["stored_document_bytes"] = documents["stored_bytes"]
         usage["limits"] = quota_limits(ctx.state.settings)

@@ -15,7 +15,7 @@ from typing import Any
 from config.bindings import public_host, resolve_bindings
 from config.reporting import iso, parse_instant, percentiles
 from rag_worker.operations.audit import audit_path, read_entries
-from rag_worker.storage.catalog import state_of
+from rag_worker.operations.listing import workspace_views
 from rag_worker.storage.store_counts import graph_size, processed_chunks
 
 log = logging.getLogger("rag_worker.operations.diagnostics")
@@ -113,29 +113,22 @@ def _in_range(stamp: Any, start: float | None, end: float) -> bool:
     return at is not None and (start is None or at >= start) and at <= end
 
 
-async def document_stats(ws: Any, start: float | None, end: float) -> dict[str, Any]:
+async def document_stats(ctx: Any, ws: Any, start: float | None, end: float) -> dict[str, Any]:
     """Documents finished in the period (by their last state change) and how long they took."""
-    from lightrag.base import DocStatus
-
-    rows = await ws.rag.doc_status.get_docs_by_statuses([DocStatus.PROCESSED, DocStatus.FAILED])
-    finished = {doc_id: row for doc_id, row in rows.items() if _in_range(getattr(row, "updated_at", None), start, end)}
-    durations = []
-    for row in finished.values():
-        if state_of(row.status) == "processed":
-            try:
-                took = (parse_instant(row.updated_at) or 0) - (parse_instant(row.created_at) or 0)
-            except ValueError:
-                continue
-            durations.append(max(0.0, took))
-    records = await ws.catalog.get_many(list(finished)) if finished else {}
+    finished = [
+        view
+        for view in (await workspace_views(ctx, ws)).values()
+        if view["status"] in ("processed", "failed") and _in_range(view["updated_at"], start, end)
+    ]
+    durations = [view["processing_time_s"] for view in finished if view["status"] == "processed" and view["processing_time_s"] is not None]
     by_type: dict[str, int] = {}
-    for doc_id in finished:
-        mime = str((records.get(doc_id) or {}).get("mime_type") or "unknown")
+    for view in finished:
+        mime = str(view["mime_type"] or "unknown")
         by_type[mime] = by_type.get(mime, 0) + 1
     counts = await knowledge_base_counts(ws)
     return {
-        "processed": sum(1 for row in finished.values() if state_of(row.status) == "processed"),
-        "failed": sum(1 for row in finished.values() if state_of(row.status) == "failed"),
+        "processed": sum(1 for view in finished if view["status"] == "processed"),
+        "failed": sum(1 for view in finished if view["status"] == "failed"),
         "by_type": by_type,
         "processing_time_s": percentiles(durations),
         "processing_time_note": "from queueing to the final state, per document",

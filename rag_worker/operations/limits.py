@@ -9,21 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from protocol import ErrorCode, RagError
+from rag_worker.operations.listing import workspace_views
 
 MB = 2**20
 
 
-async def document_usage(ws: Any) -> dict[str, Any]:
+async def document_usage(ctx: Any, ws: Any) -> dict[str, Any]:
     """Documents in the workspace and the bytes they stored (original file size when we
     recorded it, else the length of the indexed text)."""
-    rows = await ws.status_rows()
-    records = await ws.catalog.get_many(list(rows)) if rows else {}
-    sizes: dict[str, int] = {}
-    for doc_id, row in rows.items():
-        record = records.get(doc_id) or {}
-        size = record.get("size_bytes")
-        sizes[doc_id] = int(size) if size is not None else int(getattr(row, "content_length", 0) or 0)
-    return {"documents": len(rows), "stored_bytes": sum(sizes.values()), "sizes": sizes}
+    sizes = {doc_id: int(view["file_size"] or 0) for doc_id, view in (await workspace_views(ctx, ws)).items()}
+    return {"documents": len(sizes), "stored_bytes": sum(sizes.values()), "sizes": sizes}
 
 
 def quota_limits(settings: Any) -> dict[str, Any]:
@@ -40,7 +35,7 @@ async def check_quota(ctx: Any, ws: Any, adding_bytes: int, *, replacing: str | 
     limits = quota_limits(ctx.state.settings)
     if limits["max_documents"] is None and limits["max_storage_mb"] is None:
         return
-    usage = await document_usage(ws)
+    usage = await document_usage(ctx, ws)
     replaced = replacing is not None and replacing in usage["sizes"]
     documents = usage["documents"] - (1 if replaced else 0)
     stored = usage["stored_bytes"] - (usage["sizes"][replacing] if replaced and replacing else 0)

@@ -83,7 +83,7 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
         raise RagError(ErrorCode.INVALID_PARAMETER, "The query is empty.")
     budget = int(ctx.state.settings.result_chars)
     if not with_llm and whole_document_request(query):  # passages resembling "summary" would not do
-        whole = await whole_document_result(ws, query, budget)
+        whole = await whole_document_result(ctx, ws, query, budget)
         if whole is not None:
             return _query_result(ws, query, mode, started, whole)
     param = query_param(args, stream=stream, with_llm=with_llm)
@@ -125,7 +125,7 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
         status = "context_only"
         notes.append(LLM_FAILED_NOTE)
     elif not found:
-        whole = await whole_document_result(ws, query, budget) if whole_document_request(query) else None
+        whole = await whole_document_result(ctx, ws, query, budget) if whole_document_request(query) else None
         if whole is not None:
             return _query_result(ws, query, mode, started, whole)
         status = "no_results"

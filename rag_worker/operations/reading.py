@@ -10,7 +10,8 @@ import re
 from typing import Any
 
 from protocol import ErrorCode, RagError
-from rag_worker.operations.listing import all_status_rows
+from rag_worker.context import RequestContext
+from rag_worker.operations.listing import workspace_views
 from rag_worker.storage.catalog import name_from_file_path, state_of
 from rag_worker.storage.workspace import Workspace
 
@@ -70,36 +71,30 @@ def page(text: str, offset: int, limit: int) -> tuple[str, int | None]:
     return text[offset:end], end
 
 
-async def named_document(ws: Workspace, question: str) -> tuple[str, dict[str, Any]] | None:
+async def named_document(ctx: RequestContext, ws: Workspace, question: str) -> tuple[str, dict[str, Any]] | None:
     """The document a whole-document question is about: the one whose file name (or its stem, or
     its title) the question names, else the only one; None otherwise. Failed documents do not
     count; a document still indexing does (its text is there, and a row that just finished may
     still read as queued for a moment)."""
-    rows = {doc_id: row for doc_id, row in (await all_status_rows(ws)).items() if state_of(row.get("status")) != "failed"}
-    if not rows:
-        return None
-    records = await ws.catalog.get_many(list(rows))
+    views = [view for view in (await workspace_views(ctx, ws)).values() if view["status"] != "failed"]
     asked = question.lower()
-    for doc_id, row in rows.items():
-        record = records.get(doc_id) or {}
-        name = str(record.get("filename") or name_from_file_path(str(row.get("file_path") or "")))
-        if any(len(label) >= MIN_NAME_CHARS and label.lower() in asked for label in _labels(name, record)):
-            return doc_id, record
-    if len(rows) == 1:
-        doc_id = next(iter(rows))
-        return doc_id, records.get(doc_id) or {}
-    return None
+    named = [view for view in views if any(len(label) >= MIN_NAME_CHARS and label.lower() in asked for label in _labels(view))]
+    chosen = named[:1] or (views if len(views) == 1 else [])
+    if not chosen:
+        return None
+    doc_id = chosen[0]["id"]
+    return doc_id, await ws.catalog.get(doc_id) or {}
 
 
-def _labels(name: str, record: dict[str, Any]) -> list[str]:
-    base = name.rsplit("/", 1)[-1]
-    return [base, base.rsplit(".", 1)[0], str(record.get("title") or "")]
+def _labels(view: dict[str, Any]) -> list[str]:
+    base = view["filename"].rsplit("/", 1)[-1]
+    return [base, base.rsplit(".", 1)[0], view["title"]]
 
 
-async def newest_document(ws: Workspace) -> str | None:
+async def newest_document(ctx: RequestContext, ws: Workspace) -> str | None:
     """The id of the document added last (LibreChat's "the file I just uploaded"), if any."""
-    rows = await all_status_rows(ws)
-    return max(rows, key=lambda doc_id: str(rows[doc_id].get("created_at") or ""), default=None)
+    views = await workspace_views(ctx, ws)
+    return max(views, key=lambda doc_id: str(views[doc_id]["created_at"] or ""), default=None)
 
 
 async def text_page(ws: Workspace, doc_id: str, offset: int, limit: int) -> dict[str, Any]:
@@ -120,9 +115,9 @@ async def text_page(ws: Workspace, doc_id: str, offset: int, limit: int) -> dict
             "message": f"'{name}' ({doc_id}, {status}): {where}; {then}."}
 
 
-async def whole_document_result(ws: Workspace, question: str, budget: int) -> dict[str, Any] | None:
+async def whole_document_result(ctx: RequestContext, ws: Workspace, question: str, budget: int) -> dict[str, Any] | None:
     """A query result holding a document's opening and outline, or None when no one document is meant."""
-    found = await named_document(ws, question)
+    found = await named_document(ctx, ws, question)
     if found is None:
         return None
     doc_id, record = found

@@ -15,7 +15,7 @@ from typing import Any
 
 from config.backends import backend_of
 from rag_worker.ingest.extracted import ExtractedDocument
-from rag_worker.storage.catalog_stores import TABLE_STORES
+from rag_worker.storage.catalog_stores import TABLE_STORES, PGCatalogStore
 
 CATALOG_NAMESPACE = "mcp_documents"
 TERMINAL_STATES = {"processed", "failed"}
@@ -192,6 +192,15 @@ class DocumentCatalog:
             return dict(self._pending[doc_id])
         record = await self._kv.get_by_id(doc_id)
         return dict(record) if record else None
+
+    @property
+    def table_store(self) -> PGCatalogStore | None:
+        """Our table on PostgreSQL, where the records are kept there (else None: a KV namespace)."""
+        return self._kv if isinstance(self._kv, PGCatalogStore) else None
+
+    def pending_ids(self) -> list[str]:
+        """Documents whose records wait in memory (not stored yet)."""
+        return list(self._pending)
 
     async def get_many(self, doc_ids: list[str]) -> dict[str, dict[str, Any]]:
         stored = [doc_id for doc_id in doc_ids if doc_id not in self._pending]

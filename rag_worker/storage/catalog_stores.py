@@ -33,6 +33,10 @@ class PGCatalogStore:
         self._vector_storage = vector_storage
         self._db: Any = None
 
+    @property
+    def workspace(self) -> str:
+        return self._workspace
+
     async def initialize(self) -> None:
         from lightrag.kg.postgres_impl import ClientManager  # deferred: it imports the asyncpg driver
 

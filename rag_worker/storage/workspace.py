@@ -23,9 +23,11 @@ import anyio
 
 from config.storages import LOCAL_STORAGES, StorageSet
 from rag_worker.storage.catalog import DocumentCatalog, doc_id_for, status_counts
+from rag_worker.storage.catalog_stores import TABLE as CATALOG_TABLE
 from rag_worker.storage.intake import IntakeQueue
 from rag_worker.storage.journals import DeleteJournal
 from rag_worker.storage.locks import WorkspaceLocks
+from rag_worker.storage.row_versions import version_sql
 
 # Every storage of a LightRAG 1.5.7 instance (the list its `finalize_storages` walks).
 _STORAGES = (
@@ -33,6 +35,8 @@ _STORAGES = (
     "entities_vdb", "relationships_vdb", "chunks_vdb", "chunk_entity_relation_graph", "llm_response_cache",
     "doc_status",
 )  # fmt: skip
+# The stored documents' version on PostgreSQL: LightRAG's status rows and our catalog records.
+_DOCUMENTS_VERSION_SQL = version_sql(("lightrag_doc_status", "workspace = $1"), (CATALOG_TABLE, "workspace = $2"))
 
 
 @dataclass
@@ -54,6 +58,7 @@ class Workspace:
     indexing_runs: int = 0  # our background pipeline runs going on
     handover_failures: int = 0  # hand-overs to LightRAG refused in a row (EngineRegistry._feed_again_later)
     storage_retries: dict[str, int] = field(default_factory=dict)  # automatic re-indexings after an outage
+    kept: dict[str, tuple[str, Any]] = field(default_factory=dict)  # what a reader built, by purpose: (version, it)
     _users: set[asyncio.Task[Any]] = field(default_factory=set)  # tasks that got it and still run
 
     @property
@@ -109,11 +114,25 @@ class Workspace:
                 return doc_id, row
         return None
 
-    async def status_rows(self) -> dict[str, Any]:
-        """Every document's status row (`DocProcessingStatus`, like LightRAG's `get_docs_by_statuses`)."""
+    async def documents_version(self) -> str | None:
+        """A value that changes whenever a stored document's status row or catalog record does
+        (`row_versions`); None where no cheap one exists (storages other than PostgreSQL's)."""
+        doc_status, records = self.rag.doc_status, self.catalog.table_store
+        if type(doc_status).__name__ != "PGDocStatusStorage" or records is None:
+            return None
+        row = await doc_status.db.query(_DOCUMENTS_VERSION_SQL, [doc_status.workspace, records.workspace])
+        return str(row["version"]) if row else None
+
+    async def stored_status_rows(self) -> dict[str, Any]:
+        """LightRAG's status rows (`DocProcessingStatus`), the intake queue's documents not included."""
         from lightrag.base import DocStatus  # deferred: LightRAG is imported once, off the loop
 
         rows: dict[str, Any] = await self.rag.doc_status.get_docs_by_statuses(list(DocStatus))
+        return rows
+
+    async def status_rows(self) -> dict[str, Any]:
+        """Every document's status row (`DocProcessingStatus`, like LightRAG's `get_docs_by_statuses`)."""
+        rows = await self.stored_status_rows()
         rows.update((doc.doc_id, doc.processing_status()) for doc in self.intake.documents())
         return rows
 

@@ -13,10 +13,11 @@ from protocol import ErrorCode, RagError
 from protocol.methods.documents import LIST_DOCUMENTS
 from rag_worker.operations.listing import (
     ListRequest,
+    build_views,
     listing_result,
     parse_instant,
     parse_list_request,
-    select_documents,
+    select_views,
 )
 
 
@@ -61,7 +62,7 @@ def parsed(args: dict[str, Any]) -> ListRequest:
 
 
 def ids(**args: Any) -> list[str]:
-    return [view["id"] for view in select_documents(ROWS, RECORDS, parsed(args)).page]
+    return [view["id"] for view in select_views(build_views(ROWS, RECORDS), parsed(args)).page]
 
 
 def test_default_order_is_newest_upload_first() -> None:
@@ -137,7 +138,7 @@ def test_a_bad_date_is_invalid_parameter_naming_the_field(date_range: dict[str, 
 
 
 def test_pagination_and_statistics_of_the_whole_workspace() -> None:
-    listing = select_documents(ROWS, RECORDS, parsed({"limit": 3, "offset": 3, "status_filter": None}))
+    listing = select_views(build_views(ROWS, RECORDS), parsed({"limit": 3, "offset": 3, "status_filter": None}))
     result = listing_result(listing)
     assert [view["id"] for view in result["documents"]] == ["doc-a"]
     assert result["pagination"] == {
@@ -158,12 +159,12 @@ def test_pagination_and_statistics_of_the_whole_workspace() -> None:
 
 
 def test_a_document_summary_joins_our_record_with_lightrags_row() -> None:
-    [alpha] = select_documents(ROWS, RECORDS, parsed({"search_query": "alpha"})).page
+    [alpha] = select_views(build_views(ROWS, RECORDS), parsed({"search_query": "alpha"})).page
     assert alpha["title"] == "Alpha Notes" and alpha["filename"] == "alpha.md"
     assert (alpha["file_type"], alpha["mime_type"], alpha["file_size"]) == ("md", "text/markdown", 300)
     assert alpha["processed_at"] == "2025-01-10T10:00:05+00:00" and alpha["processing_time_s"] == 5.0
     assert alpha["metadata"]["tags"] == ["Finance", "q1"] and alpha["chunk_count"] == 3
-    [beta] = select_documents(ROWS, RECORDS, parsed({"status_filter": "failed"})).page
+    [beta] = select_views(build_views(ROWS, RECORDS), parsed({"status_filter": "failed"})).page
     assert beta["error_message"].startswith("The server's disk was full") and beta["processed_at"] is None
     assert "NanoVectorDBStorage" not in beta["error_message"]  # LightRAG's internal text stays internal
 
@@ -172,17 +173,17 @@ def test_a_chunk_count_lightrag_does_not_know_is_null_not_minus_one() -> None:
     """LightRAG's PostgreSQL doc status stores -1 chunks until a document is chunked (and keeps it
     when indexing fails before): the listing says null, which its schema accepts."""
     rows = {"doc-e": row("failed", "2025-03-01T00:00:00+00:00", path="early.md", chunks=-1, error_msg="connection refused")}
-    result = listing_result(select_documents(rows, {}, parsed({})))
+    result = listing_result(select_views(build_views(rows, {}), parsed({})))
     assert result["documents"][0]["chunk_count"] is None
     assert result["statistics"]["total_chunks"] == 0
     jsonschema.validate(result, LIST_DOCUMENTS.result_schema)
 
 
 def test_filters_that_match_nothing_and_an_empty_workspace_have_their_own_messages() -> None:
-    nothing = listing_result(select_documents(ROWS, RECORDS, parsed({"search_query": "zzz"})))
+    nothing = listing_result(select_views(build_views(ROWS, RECORDS), parsed({"search_query": "zzz"})))
     assert "No document matches" in nothing["message"] and nothing["statistics"]["total_documents"] == 4
-    past_end = listing_result(select_documents(ROWS, RECORDS, parsed({"offset": 10})))
+    past_end = listing_result(select_views(build_views(ROWS, RECORDS), parsed({"offset": 10})))
     assert "past the last" in past_end["message"]
-    empty = listing_result(select_documents({}, {}, parsed({})))
+    empty = listing_result(select_views(build_views({}, {}), parsed({})))
     assert "no documents yet" in empty["message"] and empty["pagination"]["total_pages"] == 0
     assert empty["statistics"]["processing_success_rate"] is None
