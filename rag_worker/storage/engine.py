@@ -18,7 +18,6 @@ is the only place that constructs instances, and one workspace is opened or clos
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import time
@@ -31,11 +30,10 @@ import anyio
 
 from config.settings import Settings, unwritable_reason
 from protocol import ErrorCode, RagError
-from rag_worker.bindings import build_components
-from rag_worker.embedded.models import default_threads
 from rag_worker.storage.catalog import DocumentCatalog
 from rag_worker.storage.embedded_engine import EmbeddedEngine
-from rag_worker.storage.intake import IntakeQueue, hand_over, recover
+from rag_worker.storage.indexing_runs import Indexing
+from rag_worker.storage.intake import IntakeQueue, recover
 from rag_worker.storage.journals import DeleteJournal
 from rag_worker.storage.lightrag_setup import new_lightrag
 from rag_worker.storage.locks import (
@@ -48,25 +46,21 @@ from rag_worker.storage.locks import (
     lock_wait,
     uses_postgres,
 )
-from rag_worker.storage.outage_retry import requeue_storage_failures
-from rag_worker.storage.pg_client import quiet_table_probes
+from rag_worker.storage.pg_client import close_pool, quiet_table_probes
 from rag_worker.storage.placement import StoragePlacement
 from rag_worker.storage.removal import finish_interrupted_deletes
 from rag_worker.storage.shared_readers import WRITING, SharedReaders, is_shared, never_saves
-from rag_worker.storage.workspace import Workspace, indexing_share
+from rag_worker.storage.workspace import Workspace
+from rag_worker.storage.workspace_models import WorkspaceModels
 
 __all__ = ["DataDirUnwritable", "EngineRegistry", "Spawn", "describe_holder"]
 
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], Any]
-UNFINISHED_STATES = ("pending", "parsing", "analyzing", "processing")
 
 log = logging.getLogger("rag_worker.storage.engine")
 
 OPEN_LEASE_S = 60.0  # how long opening a workspace on server storages may block the loop
 CLOSE_TIMEOUT_S = 10.0
-#: A batch LightRAG refused (its storage restarting) is handed over again after 1, 2, 4, 8, 16 s.
-HANDOVER_RETRY_S = 1.0
-HANDOVER_RETRIES = 5
 LONGEST_SWEEP_S = 15.0  # the sweep also checks the PostgreSQL lock connection this often
 WANTED_POLL_S = 1.0  # how often an open workspace is checked for another process waiting for it
 UNUSED_POLL_S = 0.5
@@ -91,7 +85,6 @@ class EngineRegistry:
     ) -> None:
         self._settings = settings
         self._announce_blocking = announce_blocking
-        self._after_processing = after_processing  # e.g. tell the front the document set changed
         self._limiter = limiter
         self._spawn = spawn
         self._root = Path(settings.data_dir)
@@ -103,11 +96,12 @@ class EngineRegistry:
         self._trimming = anyio.Lock()
         self._closing: dict[str, anyio.Event] = {}  # workspaces closing after their lock was lost
         self._stopped = anyio.Event()
-        self._components: Any = None
         self._advisory = AdvisoryLocks(self._advisory_lost)
         self.placement = StoragePlacement(settings)
         self._readers = SharedReaders(self._root, self._open_read_only, spawn)
         self.embedded = EmbeddedEngine(self._root)  # started by the first knowledge base placed in it
+        self._indexing = Indexing(spawn, after_processing)
+        self._models = WorkspaceModels(settings, limiter)
 
     def check_data_dir(self) -> None:
         """Fail start-up (not a later call) when the data directory is not writable."""
@@ -176,7 +170,7 @@ class EngineRegistry:
                 await recover(entry)
                 self._open[workspace] = entry
                 entry.lease_to_current_task()  # before the next await: nothing closes it under us
-                await self._resume_unfinished(entry)
+                await self._indexing.resume_unfinished(entry)
             entry.lease_to_current_task()
             return entry
 
@@ -198,7 +192,7 @@ class EngineRegistry:
         directory = self.workspace_dir(workspace)
         storages, fallback = self.placement.for_workspace(directory)
         async with self._constructing:
-            components = await self._components_for(workspace)
+            components = await self._models.for_workspace(workspace)
             rag, catalog = await self._construct(workspace, storages, components, read_only=True)
         never_saves(rag)
         unlocked = WorkspaceLocks(workspace, FileLock(-1))  # holds nothing: a reader never writes
@@ -232,7 +226,7 @@ class EngineRegistry:
                 await self._advisory.acquire(workspace)
                 locks.advisory = self._advisory
             async with self._constructing:
-                components = await self._components_for(workspace)
+                components = await self._models.for_workspace(workspace)
                 rag, catalog = await self._construct(workspace, storages, components)
             self.placement.record(directory, storages, fallback)
         except BaseException:
@@ -262,36 +256,6 @@ class EngineRegistry:
                 await announce(0, "opened")
         return rag, catalog
 
-    async def _components_for(self, workspace: str) -> dict[str, Any]:
-        """The shared models, with this workspace's own share of the local embedding model."""
-        if self._components is None:  # embedding model, tokenizer and LLM function: built once
-            self._components = await build_components(self._settings, self._limiter)
-        components = dict(self._components)
-        self._check_embedding_model(workspace, components)
-        if str(components.get("embedding_model_id", "")).startswith("onnx:"):
-            # One batch per indexing thread plus one ready to start: fair turns, threads never idle.
-            components["embedding_func"] = indexing_share(components["embedding_func"], default_threads() + 1)
-        return components
-
-    def _check_embedding_model(self, workspace: str, components: dict[str, Any]) -> None:
-        """Never mix vectors of two embedding models in one local index (SPEC §6)."""
-        marker = self.workspace_dir(workspace) / "embedding_model.json"
-        model_id = str(components.get("embedding_model_id") or components.get("embedding_name"))
-        if marker.exists():
-            recorded = json.loads(marker.read_text()).get("model_id")
-            if recorded != model_id:
-                raise RagError(
-                    ErrorCode.CONFIGURATION_ERROR,
-                    f"This knowledge base was indexed with the embedding model {recorded!r}, but the server "
-                    f"now uses {model_id!r}; vectors of different models cannot be mixed.",
-                    suggested_action=(
-                        "Switch the embedding configuration back, or point WORKING_DIR at a new data "
-                        "directory and re-index the documents."
-                    ),
-                )
-        else:
-            marker.write_text(json.dumps({"model_id": model_id}))
-
     async def _finish_interrupted_deletes(self, entry: Workspace) -> None:
         """Durability: deletes a previous worker started are finished before anything reads."""
         if entry.deletes.pending():
@@ -301,86 +265,9 @@ class EngineRegistry:
             except Exception:  # the workspace still opens; the journal keeps the ids for the next opening
                 log.exception("workspace %s: finishing interrupted deletes failed", entry.name)
 
-    async def _resume_unfinished(self, entry: Workspace) -> None:
-        """Durability: documents a previous worker (or an earlier opening) left unfinished are processed."""
-        counts = await entry.status_counts()
-        unfinished = sum(int(counts.get(state, 0)) for state in UNFINISHED_STATES)
-        if unfinished:
-            log.info("workspace %s: resuming %d unfinished document(s)", entry.name, unfinished)
-            self.start_processing(entry)
-
     def start_processing(self, entry: Workspace) -> None:
-        """Hand what the intake queue holds to LightRAG and keep its pipeline running, in the background.
-
-        One feeder per workspace: what is queued while it hands a batch over is its next batch.
-        A batch joins a running pipeline (LightRAG's in-batch feeder takes it from the ingress
-        mailbox, published before we look at `busy`); otherwise a run starts.  With nothing to
-        hand over a run starts too (documents LightRAG holds from a previous worker)."""
-        if entry.intake.feeding:
-            return  # the feeder at work takes this call's document in its next batch
-        entry.intake.feeding = True
-
-        async def feed() -> None:
-            refused = False
-            try:
-                handed = False
-                while batch := entry.intake.take():
-                    if not await hand_over(entry, batch):
-                        refused = True
-                        break
-                    handed = True
-                    entry.handover_failures = 0
-                    if not await entry.pipeline_busy():
-                        self._run_pipeline(entry)
-                if not handed:
-                    self._run_pipeline(entry)
-            finally:
-                entry.intake.feeding = False
-                entry.last_used = time.monotonic()
-            if refused:
-                self._feed_again_later(entry)
-
-        self._spawn(feed)
-
-    def _feed_again_later(self, entry: Workspace) -> None:
-        """A batch LightRAG did not take (its storage went away: an engine restarting) is queued
-        again; with no further call to hand it over, try again, spaced out, a few times."""
-        entry.handover_failures += 1
-        if entry.handover_failures > HANDOVER_RETRIES:
-            log.error("workspace %s: queued documents wait for the next call or opening", entry.name)
-            return
-        entry.indexing_runs += 1  # the workspace stays open meanwhile
-
-        async def later() -> None:
-            try:
-                await anyio.sleep(HANDOVER_RETRY_S * 2 ** (entry.handover_failures - 1))
-            finally:
-                entry.indexing_runs -= 1
-            self.start_processing(entry)
-
-        self._spawn(later)
-
-    def _run_pipeline(self, entry: Workspace) -> None:
-        """Run LightRAG's pipeline in the background (it outlives the call that queued work).
-
-        The run keeps the workspace in use until it ends."""
-        entry.indexing_runs += 1
-
-        async def process() -> None:
-            try:
-                try:
-                    await entry.rag.apipeline_process_enqueue_documents()
-                    if await requeue_storage_failures(entry.rag, entry.storage_retries):
-                        self._run_pipeline(entry)  # documents an outage failed: indexed again (outage_retry)
-                except Exception:
-                    log.exception("indexing pipeline of workspace %s failed", entry.name)
-                if self._after_processing is not None:
-                    await self._after_processing(entry)
-            finally:
-                entry.indexing_runs -= 1
-                entry.last_used = time.monotonic()
-
-        self._spawn(process)
+        """Hand what the intake queue holds to LightRAG and keep its pipeline running (`Indexing.start`)."""
+        self._indexing.start(entry)
 
     def lock_holder(self, workspace: str) -> dict[str, Any] | None:
         """Who holds `workspace`'s local files when another process does (pid, since), else None."""
@@ -506,4 +393,5 @@ class EngineRegistry:
             _, entry = self._open.popitem()
             await self._close(entry)
         await self._advisory.close()
+        close_pool()
         await self.embedded.release()  # the last process of this data directory stops the engine

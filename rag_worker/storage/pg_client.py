@@ -125,16 +125,24 @@ def drop_pool() -> None:
     mid-operation by the crash ("another operation is in progress"), which are never released:
     every later call would wait for one forever.  Terminate that pool (its holders fail and let
     go); LightRAG builds a new one on the next call."""
+    if close_pool():
+        log.info("LightRAG's connections to the dead engine were dropped; the next call reconnects")
+
+
+def close_pool() -> bool:
+    """Terminate LightRAG's connection pool, if there is one (also at a worker's shutdown, before
+    the engine may stop: a pool left open retried its connection floor against the stopping
+    engine and logged a traceback).  True when there was one."""
     db = _shared_client()
     if db is None:
-        return
+        return False
     pool, db.pool = getattr(db, "pool", None), None
     # A reconnect that is still retrying the dead server holds the reconnect lock for its whole
     # backoff (seconds): new calls must not queue behind it.
     db._pool_reconnect_lock = TaskReentrantLock()
     if pool is not None:
         pool.terminate()
-    log.info("LightRAG's connections to the dead engine were dropped; the next call reconnects")
+    return pool is not None
 
 
 def _shared_client() -> Any:
