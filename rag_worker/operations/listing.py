@@ -290,12 +290,6 @@ async def workspace_views(ctx: RequestContext, ws: Workspace) -> dict[str, dict[
     return {**stored, **build_views(rows, await ws.catalog.get_many(list(rows)))}
 
 
-async def all_status_rows(ws: Workspace) -> dict[str, dict[str, Any]]:
-    """Every doc-status row of the workspace (queued documents included), in one storage call."""
-    rows = await ws.status_rows()
-    return {doc_id: status_row(row) for doc_id, row in rows.items()}
-
-
 async def add_graph_counts(ws: Workspace, page: list[dict[str, Any]]) -> None:
     """Entity and relation counts of the page's processed documents (two batched reads)."""
     ids = [view["id"] for view in page if view["status"] == "processed"]
