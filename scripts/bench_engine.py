@@ -42,21 +42,11 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.bench_support import MODES, BenchClient, front  # noqa: E402
+from scripts.bench_support import MODES, BenchClient, engine_processes, front, pss_mb  # noqa: E402
 from scripts.corpus import generated_documents  # noqa: E402
 
 BATCH = 100
 QUESTIONS = 5  # per mode at each size
-
-
-def _engine_processes(data_dir: Path) -> list[psutil.Process]:
-    """The engine's postmaster and its backends (none for the JSON files)."""
-    pid_file = data_dir / "engine" / "postmaster.pid"
-    try:
-        postmaster = psutil.Process(int(pid_file.read_text().split("\n", 1)[0]))
-        return [postmaster, *postmaster.children(recursive=True)]
-    except (OSError, ValueError, psutil.Error):
-        return []
 
 
 def _cpu_seconds(processes: list[psutil.Process]) -> float:
@@ -66,16 +56,6 @@ def _cpu_seconds(processes: list[psutil.Process]) -> float:
             times = process.cpu_times()
             total += times.user + times.system + times.children_user + times.children_system
     return total
-
-
-def _rss_mb(processes: list[psutil.Process]) -> float:
-    """Proportional set size, summed: PostgreSQL's backends share its buffers, which plain RSS
-    would count once per backend."""
-    total = 0
-    for process in processes:
-        with contextlib.suppress(psutil.Error):
-            total += process.memory_full_info().pss
-    return round(total / 2**20, 1)
 
 
 def _disk_mb(path: Path) -> float:
@@ -120,7 +100,7 @@ class Run:
         return {
             "front": [psutil.Process(client.pids["front"])],
             "worker": [worker, *worker.children(recursive=True)],
-            "engine": _engine_processes(self.data_dir),
+            "engine": engine_processes(self.data_dir),
         }
 
     async def batch(self, client: BenchClient, docs: list[tuple[str, str]], indexed: int) -> dict[str, Any]:
@@ -155,8 +135,8 @@ class Run:
             "docs_per_min": round(len(docs) / wall * 60, 1),
             "enqueue_p50_ms": round(statistics.median(enqueue), 1),
             "enqueue_p95_ms": round(enqueue[int(len(enqueue) * 0.95) - 1], 1),
-            "rss_mb": {name: _rss_mb(group) for name, group in after.items()},
-            "rss_total_mb": round(sum(_rss_mb(group) for group in after.values()), 1),
+            "rss_mb": {name: pss_mb(group) for name, group in after.items()},
+            "rss_total_mb": round(sum(pss_mb(group) for group in after.values()), 1),
             "disk_kb_per_doc": round(_disk_mb(self.data_dir) * 1024 / target, 1),
         }
 

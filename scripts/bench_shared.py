@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from scripts.bench_multiuser import answer_text, tree_memory  # noqa: E402
 from scripts.bench_report import percentile  # noqa: E402
-from scripts.bench_support import PRODUCTION_SUPERVISION, machine_info  # noqa: E402
+from scripts.bench_support import PRODUCTION_SUPERVISION, engine_processes, machine_info, pss_mb  # noqa: E402
 from scripts.machine_docs import MachineDoc, handbook, private_documents  # noqa: E402
 from tests.integration.harness import Client, running_server  # noqa: E402
 from tests.integration.http_harness import http_server, mcp_client  # noqa: E402
@@ -210,8 +210,10 @@ async def stdio_processes(
             await questions.ask(client, book[(index * rounds + round_) % len(book)], "handbook")
             await questions.ask(client, own[index][round_ % len(own[index])], "own")
         trees = [tree_memory(pid) for pid in fronts]
+        engine_pss = pss_mb(engine_processes(data))  # one for every process of the data directory (0 on the files)
         curve.append({"processes": index + 1, "rss_total_mb": round(sum(t["total"] for t in trees), 1),
-                      "pss_total_mb": round(sum(t["pss_total"] for t in trees), 1), "machine_used_gib": round(used_gib(), 1)})
+                      "pss_total_mb": round(sum(t["pss_total"] for t in trees), 1), "engine_pss_mb": engine_pss,
+                      "machine_used_gib": round(used_gib(), 1)})
         step_gib = max(step_gib, used_gib() - before)
     return clients, curve, questions
 
@@ -280,7 +282,11 @@ async def stdio_part(home: Path, options: argparse.Namespace, book: list[Machine
         clients, curve, questions = await stdio_processes(stack, home, data, options.stdio, book, own, options.questions)
         for row in curve:
             emit("stdio shared: RSS as user processes start", row)
+        engine = growth(curve, options.extrapolate, key="engine_pss_mb")
         emit("stdio shared", {"processes": len(clients), **questions.row(), **growth(curve, options.extrapolate),
+                              "pss": growth(curve, options.extrapolate, key="pss_total_mb"),
+                              "engine_pss_mb": curve[-1]["engine_pss_mb"] if curve else None,
+                              "engine_pss_per_user_mb": engine["per_user_mb"],
                               "extrapolated": f"linear in processes, from {len(curve)} measured"})
         if "freshness" in options.only:
             emit("freshness", {**await freshness(home, data, clients, new), "floor_s": READER_CHECK_S})

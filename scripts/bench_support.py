@@ -137,6 +137,26 @@ async def front(home: Path, **env: str) -> AsyncIterator[BenchClient]:
         yield bench
 
 
+def engine_processes(data_dir: Path) -> list[psutil.Process]:
+    """The engine's postmaster and its backends (none for the JSON files)."""
+    pid_file = data_dir / "engine" / "postmaster.pid"
+    try:
+        postmaster = psutil.Process(int(pid_file.read_text().split("\n", 1)[0]))
+        return [postmaster, *postmaster.children(recursive=True)]
+    except (OSError, ValueError, psutil.Error):
+        return []
+
+
+def pss_mb(processes: list[psutil.Process]) -> float:
+    """Proportional set size, summed: PostgreSQL's backends share its buffers, which plain RSS
+    would count once per backend."""
+    total = 0
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            total += process.memory_full_info().pss
+    return round(total / 2**20, 1)
+
+
 def child_rss_mb(marker: str) -> float:
     """RSS (MB) of this process's child whose command line contains `marker` (0: none)."""
     for child in psutil.Process().children():
