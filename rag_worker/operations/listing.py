@@ -273,7 +273,8 @@ async def workspace_views(ctx: RequestContext, ws: Workspace) -> dict[str, dict[
     """Every document's summary, queued ones included.  Read whole (every status row and record)
     unless the workspace kept them under the stored documents' current version (on PostgreSQL:
     one aggregate query instead of reading and decoding every row, 5-10x less at 1,000
-    documents); documents queued or with a record not stored yet are read afresh on top."""
+    documents); documents queued or with a record not stored yet are read afresh on top.
+    Read-only: it may be what the workspace keeps."""
     version = await ws.documents_version()
     kept = ws.kept.get(VIEWS)
     if version is not None and kept is not None and kept[0] == version:
