@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+import anyio
 
 from protocol import ErrorCode, RagError
 from rag_worker.storage.row_versions import version_sql
@@ -185,9 +188,12 @@ def entity_type(attrs: dict[str, Any]) -> str:
     return parts[0] if parts else UNKNOWN_TYPE
 
 
-#: Snapshots kept, by graph storage (its workspace), most recent last: (storage, version, snapshot).
-_KEPT: OrderedDict[int, tuple[weakref.ref[Any], str, GraphSnapshot]] = OrderedDict()
+#: Snapshots kept, by graph storage (its workspace), most recent last: (storage, version, snapshot,
+#: when last used).  At most KEPT_SNAPSHOTS, none unused for KEEP_UNUSED_S: a snapshot holds about
+#: 65 MB per 1,000 documents, for the burst of graph calls a conversation makes.
+_KEPT: OrderedDict[int, tuple[weakref.ref[Any], str, GraphSnapshot, float]] = OrderedDict()
 KEPT_SNAPSHOTS = 4
+KEEP_UNUSED_S = 300.0
 _VERSION_SQL = version_sql(
     ("lightrag_graph_nodes", "workspace = $1 AND namespace = $2"),
     ("lightrag_graph_edges", "workspace = $1 AND namespace = $2"),
@@ -210,6 +216,7 @@ async def read_snapshot(ctx: Any, rag: Any) -> GraphSnapshot:
         version = await graph_version(storage)
         kept = _KEPT.get(id(storage))
         if version is not None and kept is not None and kept[0]() is storage and kept[1] == version:
+            _KEPT[id(storage)] = (*kept[:3], time.monotonic())
             _KEPT.move_to_end(id(storage))
             return kept[2]
         raw_nodes = await storage.get_all_nodes()
@@ -221,8 +228,24 @@ async def read_snapshot(ctx: Any, rag: Any) -> GraphSnapshot:
         raise RagError(ErrorCode.GRAPH_ACCESS_ERROR) from None
     snapshot: GraphSnapshot = await ctx.run_cpu(GraphSnapshot.build, raw_nodes, raw_edges)
     if version is not None:
-        _KEPT[id(storage)] = (weakref.ref(storage), version, snapshot)
+        _KEPT[id(storage)] = (weakref.ref(storage), version, snapshot, time.monotonic())
         _KEPT.move_to_end(id(storage))
         while len(_KEPT) > KEPT_SNAPSHOTS:
             _KEPT.popitem(last=False)
     return snapshot
+
+
+def forget_unused(unused_for: float = KEEP_UNUSED_S) -> int:
+    """Let go of the snapshots no graph call used for `unused_for` seconds; how many."""
+    since = time.monotonic() - unused_for
+    stale = [key for key, kept in _KEPT.items() if kept[3] <= since]
+    for key in stale:
+        del _KEPT[key]
+    return len(stale)
+
+
+async def forget_unused_forever() -> None:
+    """Background, for the worker's life: `forget_unused` every KEEP_UNUSED_S / 4."""
+    while True:
+        await anyio.sleep(KEEP_UNUSED_S / 4)
+        forget_unused()

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rag_worker.graph.snapshot import GraphSnapshot, read_snapshot
+from rag_worker.graph.snapshot import GraphSnapshot, forget_unused, read_snapshot
 from tests.unit.test_vector_flush import counting_lightrag
 from tests.unit.test_vector_flush_engine import anyio_backend, engine_dir  # noqa: F401  (fixtures)
 
@@ -59,3 +59,13 @@ async def test_an_unchanged_graph_is_read_once_and_every_change_is_seen(graph: A
     await store.remove_edges([("Ada", "Bob")])  # a delete
     await store.index_done_callback()
     assert (await read_snapshot(ctx, graph)).edges == []
+
+
+async def test_a_snapshot_no_graph_call_used_for_a_while_is_let_go(graph: Any) -> None:
+    store, ctx = graph.chunk_entity_relation_graph, Context()
+    await store.upsert_node("Ada", node("Ada", "mathematician"))
+    await store.index_done_callback()
+    first = await read_snapshot(ctx, graph)
+    assert forget_unused(unused_for=60) == 0 and await read_snapshot(ctx, graph) is first  # used just now: kept
+    assert forget_unused(unused_for=0) >= 1  # (other tests' snapshots may go too)
+    assert await read_snapshot(ctx, graph) is not first  # read again
