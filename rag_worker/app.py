@@ -16,7 +16,6 @@ import anyio
 
 from protocol import methods as m
 from rag_worker.context import WorkerRuntime
-from rag_worker.graph.snapshot import forget_unused_forever
 from rag_worker.operations.batches import run_batch
 from rag_worker.operations.changes import announce_indexing_done
 from rag_worker.operations.job_runner import BatchRunner, RunningJob
@@ -47,7 +46,6 @@ async def warm_up(runtime: WorkerRuntime, spawn: Spawn) -> None:
     spawn(runtime.batches.resume_all)  # batches a previous worker left unfinished
     spawn(runtime.engines.sweep_forever)  # idle workspaces close, their locks go to whoever needs them
     spawn(runtime.engines.start_engine_early)  # the first call does not wait for initdb
-    spawn(forget_unused_forever)  # graph snapshots a conversation no longer browses are let go
     # What start-up imported and built (LightRAG, numpy, the parsers: ~10^5 objects) lives as
     # long as the worker: out of every later collection, which a query's allocations trigger.
     gc.collect()

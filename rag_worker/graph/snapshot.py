@@ -25,8 +25,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
-
 from protocol import ErrorCode, RagError
 from rag_worker.storage.row_versions import version_sql
 
@@ -243,9 +241,3 @@ def forget_unused(unused_for: float = KEEP_UNUSED_S) -> int:
         del _KEPT[key]
     return len(stale)
 
-
-async def forget_unused_forever() -> None:
-    """Background, for the worker's life: `forget_unused` every KEEP_UNUSED_S / 4."""
-    while True:
-        await anyio.sleep(KEEP_UNUSED_S / 4)
-        forget_unused()

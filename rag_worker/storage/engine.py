@@ -30,6 +30,7 @@ import anyio
 
 from config.settings import Settings, unwritable_reason
 from protocol import ErrorCode, RagError
+from rag_worker.graph.snapshot import forget_unused as forget_unused_snapshots
 from rag_worker.storage.catalog import DocumentCatalog
 from rag_worker.storage.embedded_engine import EmbeddedEngine
 from rag_worker.storage.indexing_runs import Indexing
@@ -302,7 +303,9 @@ class EngineRegistry:
                 await self._close_if_idle(entry, "shared knowledge base: its next writer may be another process")
 
     async def sweep(self) -> None:
-        """Close the workspaces idle for LIGHTRAG_MCP_WORKSPACE_IDLE_SECONDS; keep the bound."""
+        """Close the workspaces idle for LIGHTRAG_MCP_WORKSPACE_IDLE_SECONDS; keep the bound; let go
+        of graph snapshots no graph call used for a while."""
+        forget_unused_snapshots()
         if self._idle_seconds > 0:
             idle_since = time.monotonic() - self._idle_seconds
             for entry in [entry for entry in self._open.values() if entry.last_used <= idle_since]:
