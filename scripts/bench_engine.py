@@ -157,6 +157,7 @@ async def query_p50(client: BenchClient) -> dict[str, float]:
 #: The calls that read (or, for delete, cascade through) a whole store, as an agent makes them.
 WHOLE_STORE_CALLS = (
     ("list_page", "lightrag_list_documents", {"limit": 50}),
+    ("next_list_page", "lightrag_list_documents", {"limit": 50, "offset": 50}),  # the kept summaries, on the engine
     ("status_counts", "lightrag_get_status", {}),
     ("search_entities", "lightrag_search_entities", {"query": "Nimbus Scheduler"}),
     ("graph_export_200", "lightrag_get_graph", {"max_nodes": 200}),
@@ -228,6 +229,7 @@ async def remeasure(backend: str, root: Path) -> None:
         for attempt in (1, 2):
             row = {"backend": backend, "documents": counts.get("processed", 0) - (attempt - 1), "attempt": attempt}
             row.update(query_p50_ms=await query_p50(client), whole_store_ms=await whole_store_ms(client))
+            row["rss_mb"] = {name: pss_mb(group) for name, group in run.processes(client).items()}
             row["load_avg"] = round(os.getloadavg()[0], 1)
             print(orjson.dumps(row).decode(), flush=True)
 
