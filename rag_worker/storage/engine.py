@@ -86,7 +86,6 @@ class EngineRegistry:
     ) -> None:
         self._settings = settings
         self._announce_blocking = announce_blocking
-        self._limiter = limiter
         self._spawn = spawn
         self._root = Path(settings.data_dir)
         self._max_open = int(settings.max_open_workspaces)
