@@ -63,11 +63,11 @@ def lightrags_postgres_client_is_per_test() -> Iterator[None]:
     postgres = sys.modules.get("lightrag.kg.postgres_impl")
     if postgres is None:
         return
+    from rag_worker.storage.pg_client import close_pool
+
+    with contextlib.suppress(Exception):  # its loop may be closed already
+        close_pool()
     manager = postgres.ClientManager
-    db = manager._instances.get("db")
-    if db is not None and getattr(db, "pool", None) is not None:
-        with contextlib.suppress(Exception):  # its loop may be closed already
-            db.pool.terminate()
     manager._instances.update(db=None, ref_count=0, vector_signature=None)
     manager._lock = asyncio.Lock()
 

@@ -240,4 +240,3 @@ def forget_unused(unused_for: float = KEEP_UNUSED_S) -> int:
     for key in stale:
         del _KEPT[key]
     return len(stale)
-

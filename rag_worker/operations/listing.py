@@ -22,7 +22,6 @@ from rag_worker.context import RequestContext
 from rag_worker.storage.catalog import known_count, name_from_file_path, public_error, state_of
 from rag_worker.storage.workspace import Workspace
 
-VIEWS = "listing views"  # what the listing keeps in `Workspace.kept`
 # Pipeline order, for sort_by=status (unknown states sort last).
 STATE_RANK = {state: rank for rank, state in enumerate(DOCUMENT_STATES)}
 
@@ -276,14 +275,14 @@ async def workspace_views(ctx: RequestContext, ws: Workspace) -> dict[str, dict[
     documents); documents queued or with a record not stored yet are read afresh on top.
     Read-only: it may be what the workspace keeps."""
     version = await ws.documents_version()
-    kept = ws.kept.get(VIEWS)
+    kept = ws.listing_views
     if version is not None and kept is not None and kept[0] == version:
         stored: dict[str, dict[str, Any]] = kept[1]
     else:
         rows = await ws.stored_status_rows()
         stored = await ctx.run_cpu(build_views, rows, await ws.catalog.get_many(list(rows)) if rows else {})
         if version is not None:
-            ws.kept[VIEWS] = (version, stored)
+            ws.listing_views = (version, stored)
     fresh = list(dict.fromkeys([doc.doc_id for doc in ws.intake.documents()] + ws.catalog.pending_ids()))
     if not fresh:
         return stored

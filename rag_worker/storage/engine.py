@@ -22,7 +22,7 @@ import logging
 import os
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from protocol import ErrorCode, RagError
 from rag_worker.graph.snapshot import forget_unused as forget_unused_snapshots
 from rag_worker.storage.catalog import DocumentCatalog
 from rag_worker.storage.embedded_engine import EmbeddedEngine
-from rag_worker.storage.indexing_runs import Indexing
+from rag_worker.storage.indexing_runs import Indexing, Spawn
 from rag_worker.storage.intake import IntakeQueue, recover
 from rag_worker.storage.journals import DeleteJournal
 from rag_worker.storage.lightrag_setup import new_lightrag
@@ -56,7 +56,6 @@ from rag_worker.storage.workspace_models import WorkspaceModels
 
 __all__ = ["DataDirUnwritable", "EngineRegistry", "Spawn", "describe_holder"]
 
-Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], Any]
 
 log = logging.getLogger("rag_worker.storage.engine")
 

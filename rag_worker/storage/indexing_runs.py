@@ -18,6 +18,9 @@ from rag_worker.storage.workspace import Workspace
 
 log = logging.getLogger("rag_worker.storage.engine")
 
+#: Starts background work that outlives the call that queued it (the worker's task group).
+Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], Any]
+
 #: A batch LightRAG refused (its storage restarting) is handed over again after 1, 2, 4, 8, 16 s.
 HANDOVER_RETRY_S = 1.0
 HANDOVER_RETRIES = 5
@@ -29,7 +32,7 @@ class Indexing:
 
     def __init__(
         self,
-        spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], Any],
+        spawn: Spawn,
         after_processing: Callable[[Workspace], Awaitable[None]] | None = None,
     ) -> None:
         self._spawn = spawn
