@@ -227,7 +227,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LIGHTRAG_MCP_DEFAULT_WORKSPACE", "default", "Workspace used when no user id is known.", _default_workspace, "identity"),
     Setting("LIGHTRAG_MCP_TOOLS", "default", "Advertised tools: a profile name or a comma list of tool names.", _text),
     Setting("LIGHTRAG_MCP_CALL_TIMEOUT", "60", "Default per-call timeout in seconds (ingestion and export have longer ones).", _float(1, 3600), "supervision"),
-    Setting("LIGHTRAG_MCP_WAIT_SECONDS", "15", "How long an ingestion call may take, from its arrival, before it answers with a track id (indexing goes on); keep it well under the client's tool timeout (LibreChat: 60 s).", _float(0, 3600)),
+    Setting("LIGHTRAG_MCP_WAIT_SECONDS", "15", "How long an ingestion or delete call may take, from its arrival, before it answers with a track id or with what is still being deleted (indexing or deleting goes on); keep it well under the client's tool timeout (LibreChat: 60 s).", _float(0, 3600)),
     Setting("LIGHTRAG_MCP_PING_INTERVAL", "5", "Seconds between pings to the worker.", _float(0.05, 3600), "supervision"),
     Setting("LIGHTRAG_MCP_PING_TIMEOUT", "3", "Seconds without a pong before the worker counts as hung.", _float(0.05, 3600), "supervision"),
     Setting("LIGHTRAG_MCP_START_TIMEOUT", "60", "Seconds a starting worker has to announce readiness.", _float(1, 3600), "supervision"),

@@ -28,6 +28,7 @@ async def warm_up(runtime: WorkerRuntime, spawn: Spawn) -> None:
     """Build the runtime's engines and batch runner; everything that must work before the worker is ready.
 
     `spawn` starts background work (indexing, batch jobs) that outlives the call that queued it."""
+    runtime.spawn = spawn
     runtime.lightrag_version = await anyio.to_thread.run_sync(import_lightrag, limiter=runtime.limiter)
 
     async def announce_blocking(seconds: float, reason: str) -> None:

@@ -27,7 +27,7 @@ from rag_worker.ingest.isolation import (
 )
 from rag_worker.ingest.scheduling import FairSlots
 from rag_worker.operations.job_runner import BatchRunner
-from rag_worker.storage.engine import EngineRegistry
+from rag_worker.storage.engine import EngineRegistry, Spawn
 
 log = logging.getLogger("rag_worker")
 
@@ -55,6 +55,7 @@ class WorkerRuntime:
     extraction_slots: FairSlots = field(default_factory=lambda: FairSlots(POOL_SIZE, PER_WORKSPACE))
     engines: EngineRegistry = field(init=False)
     batches: BatchRunner = field(init=False)
+    spawn: Spawn = field(init=False)  # starts background work that outlives the call (a delete's run)
 
     def versions(self) -> dict[str, Any]:
         return {

@@ -127,6 +127,10 @@ DELETE_DOCUMENTS_RESULT = obj(
     {
         "deleted_documents": array(string(max_length=255), max_items=MAX_DELETE_IDS),
         "failed_deletions": array(DELETE_FAILURE, max_items=MAX_DELETE_IDS),
+        "deleting_documents": array(
+            string("Still being deleted when the call answered; the delete goes on.", max_length=255),
+            max_items=MAX_DELETE_IDS,
+        ),
         "cascade_deletions": CASCADE_COUNTS,
         "documents": array(
             open_object("One deleted document: id, filename, its cascade counts, sample entity names."),

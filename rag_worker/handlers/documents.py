@@ -4,6 +4,7 @@ Reading one document serves the MCP resource `lightrag://documents/{doc_id}` (`m
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -13,22 +14,8 @@ from protocol import ErrorCode, RagError
 from protocol import methods as m
 from rag_worker.context import RequestContext
 from rag_worker.dispatch import handles
-from rag_worker.operations.backups import write_backup
-from rag_worker.operations.changes import announce_documents_changed
-from rag_worker.operations.deletion import (
-    DELETE_WAIT_SECONDS,
-    POLL_SECONDS,
-    Contribution,
-    DeleteOptions,
-    Failure,
-    Outcome,
-    Progress,
-    delete_inspected,
-    inspect,
-    not_ready_failure,
-    readiness,
-    restrict_failure,
-)
+from rag_worker.operations.delete_runs import DeleteRun, run_deletes
+from rag_worker.operations.deletion import DELETE_WAIT_SECONDS, DeleteOptions, Failure, Outcome
 from rag_worker.operations.listing import (
     add_graph_counts,
     document_view,
@@ -39,7 +26,6 @@ from rag_worker.operations.listing import (
     workspace_views,
 )
 from rag_worker.operations.reading import document_text, newest_document, text_page
-from rag_worker.storage.catalog import state_of
 from rag_worker.storage.workspace import Workspace
 
 
@@ -100,76 +86,50 @@ def _fit_utf8(text: str, max_bytes: int) -> str:
     return text.encode("utf-8", "surrogatepass")[:max_bytes].decode("utf-8", "ignore")
 
 
-Target = tuple[str, dict[str, Any]]  # (id as requested, status row)
-
-
 @handles(m.DELETE_DOCUMENTS)
 async def delete_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
-    """`lightrag_delete_documents`: per-id outcomes; raises only when every id failed alike."""
+    """`lightrag_delete_documents`: per-id outcomes; raises only when every id failed alike.
+
+    The deletes run in the worker's background (`DeleteRun`); the call waits for them until
+    LIGHTRAG_MCP_WAIT_SECONDS after it arrived, then answers with what is done and names what
+    is still being deleted, which goes on."""
     started = time.perf_counter()
     options = DeleteOptions.from_args(args["delete_options"])
     requested = list(dict.fromkeys(str(doc_id).strip() for doc_id in args["document_ids"]))
     ws = await ctx.state.engines.get(ctx.workspace)
-    budget = min(DELETE_WAIT_SECONDS, float(ctx.state.settings.wait_seconds))
-    deadline = time.monotonic() + budget
-    total_steps = len(requested) + 1
-    failures: list[Failure] = []
-    outcomes: list[Outcome] = []
-    backup_info: dict[str, Any] | None = None
-
-    async def waiting(_: str) -> None:
-        elapsed = budget - max(0.0, deadline - time.monotonic())
-        fraction = min(0.99, elapsed / budget) if budget else 0.99
-        await ctx.progress(fraction, total_steps, f"waiting for indexing to finish before deleting ({elapsed:.0f} s)")
-
-    # Held throughout, so an upload of the same content or name cannot interleave with the delete.
-    async with ws.ingest_lock:
-        targets: dict[str, Target] = {}
-        for name in requested:
-            hit = await ws.find_document(name)
-            if hit is None:
-                failures.append(
-                    Failure(
-                        name,
-                        ErrorCode.DOCUMENT_NOT_FOUND,
-                        "No document with this id or file name in your knowledge base (already deleted?). "
-                        "lightrag_list_documents shows the ids.",
-                    )
-                )
-            elif hit[0] not in targets:
-                targets[hit[0]] = (name, hit[1])
-        ready, not_ready = await _wait_until_ready(ws, targets, deadline, options.force, waiting)
-        failures += not_ready
-        planned: list[Contribution] = []
-        for doc_id, (name, row) in ready.items():
-            found = await inspect(ws, doc_id, name, row)
-            refusal = None if options.cascade else restrict_failure(found)
-            if refusal is None:
-                planned.append(found)
-            else:
-                failures.append(refusal)
-        if options.backup and planned:
-            backup_info = await write_backup(ctx, ws, planned)
-        await ctx.progress(1, total_steps, "deleting")
-        for step, planned_doc in enumerate(planned, start=2):
-            # Read again: a document deleted earlier in this call may have changed what this one shares.
-            found = await inspect(ws, planned_doc.doc_id, planned_doc.requested_as, planned_doc.row)
-            refusal = None if options.cascade else restrict_failure(found)
-            result = refusal or await delete_inspected(ws, found, deadline, waiting)
-            if isinstance(result, Failure):
-                failures.append(result)
-            else:
-                outcomes.append(result)
-            await ctx.progress(step, total_steps, f"deleted {found.filename}")
-        cascade = await _cascade_totals(ws, outcomes)
-    if outcomes:
-        await announce_documents_changed(ctx.state.notify, ws.name)
+    wait = float(ctx.state.settings.wait_seconds)
+    already: dict[str, str] = {}  # being deleted by an earlier call's run: id → name
+    to_run = []
+    for name in requested:
+        hit = await ws.find_document(name)
+        if hit is not None and hit[0] in ws.deleting:
+            already[hit[0]] = ws.deleting[hit[0]]
+        else:
+            to_run.append(name)
+    run = DeleteRun(to_run, options,
+                    ready_by=time.monotonic() + min(DELETE_WAIT_SECONDS, wait), report=ctx.progress)
+    if run.requested:
+        ctx.state.spawn(functools.partial(run_deletes, ctx, ws, run))
+        try:
+            await run.leased.wait()
+            with anyio.move_on_after(max(0.0, ctx.deadline(wait) - time.monotonic())):
+                await run.finished.wait()
+            if run.planning:  # refusals (not found, still indexing) are answered, never left to the background
+                await run.planned.wait()
+        finally:
+            run.report = None  # answered (or cancelled): the run goes on without reporting
+    else:
+        run.finished.set()
+    if run.finished.is_set() and run.error is not None:
+        raise run.error
+    outcomes, failures = list(run.outcomes), list(run.failures)
+    still = {**already, **({} if run.finished.is_set() else run.remaining)}  # id (or name as requested) → name
 
     failed = [failure.as_dict() for failure in failures]
-    if not outcomes and failures and len({failure.code for failure in failures}) == 1:
+    if not outcomes and not still and failures and len({failure.code for failure in failures}) == 1:
         details: dict[str, Any] = {"failed_deletions": failed}
-        if backup_info:
-            details["backup_info"] = backup_info
+        if run.backup_info:
+            details["backup_info"] = run.backup_info
         raise RagError(
             failures[0].code,
             _failures_text(failures, heading="Nothing was deleted"),
@@ -177,45 +137,17 @@ async def delete_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[st
             retryable=all(failure.retryable for failure in failures),
             details=details,
         )
+    cascade = await _cascade_totals(ws, outcomes)
     return {
         "deleted_documents": [outcome.found.doc_id for outcome in outcomes],
         "failed_deletions": failed,
+        "deleting_documents": list(still),
         "cascade_deletions": cascade,
         "documents": [outcome.as_dict() for outcome in outcomes],
-        "backup_info": backup_info,
+        "backup_info": run.backup_info,
         "processing_time": round(time.perf_counter() - started, 3),
-        "message": _delete_message(outcomes, failures, cascade, backup_info, options),
+        "message": _delete_message(outcomes, failures, cascade, run.backup_info, options, still=list(still.values())),
     }
-
-
-async def _wait_until_ready(
-    ws: Workspace, targets: dict[str, Target], deadline: float, force: bool, waiting: Progress
-) -> tuple[dict[str, Target], list[Failure]]:
-    """Wait (until `deadline`) for no indexing to run and each document to be finished."""
-    pending = dict(targets)
-    ready: dict[str, Target] = {}
-    reasons: dict[str, str] = {}
-    failures: list[Failure] = []
-    while pending:
-        busy = await ws.pipeline_busy()
-        for doc_id, (name, _) in list(pending.items()):
-            row = await ws.status_row(doc_id)
-            if row is None:  # deleted meanwhile (e.g. by a replacing upload elsewhere)
-                failures.append(Failure(name, ErrorCode.DOCUMENT_NOT_FOUND, "The document no longer exists."))
-                del pending[doc_id]
-                continue
-            # Still in our intake queue: dropping it touches nothing LightRAG holds.
-            queued = ws.intake.waiting(doc_id)
-            reasons[doc_id] = "ready" if queued else readiness(state_of(row.get("status")), busy, force)
-            if reasons[doc_id] == "ready":
-                ready[doc_id] = (name, dict(row))
-                del pending[doc_id]
-        if not pending or time.monotonic() >= deadline:
-            break
-        await waiting("")
-        await anyio.sleep(POLL_SECONDS)
-    failures += [not_ready_failure(name, reasons[doc_id]) for doc_id, (name, _) in pending.items()]
-    return ready, failures
 
 
 async def _cascade_totals(ws: Workspace, outcomes: list[Outcome]) -> dict[str, int]:
@@ -247,6 +179,7 @@ def _delete_message(
     cascade: dict[str, int],
     backup_info: dict[str, Any] | None,
     options: DeleteOptions,
+    still: list[str],
 ) -> str:
     parts: list[str] = []
     if outcomes:
@@ -260,8 +193,15 @@ def _delete_message(
         )
     if not options.cascade:
         parts.append("cascade_delete was false: no entity or relation was removed from the graph.")
+    if still:
+        names = ", ".join(f"'{name}'" for name in still[:10]) + (f" and {len(still) - 10} more" if len(still) > 10 else "")
+        parts.append(
+            f"Still deleting {len(still)} document(s): {names}. LightRAG is rebuilding the entities they share with "
+            "other documents (minutes in a large knowledge base); the delete goes on by itself, nothing to do. They "
+            "stay listed until it ends."
+        )
     if failures:
-        heading = "Some documents were not deleted" if outcomes else "Nothing was deleted"
+        heading = "Some documents were not deleted" if outcomes or still else "Nothing was deleted"
         parts.append(_failures_text(failures, heading))
     if backup_info:
         parts.append(

@@ -10,9 +10,11 @@ LightRAG (which would leave a failed `dup-…` row).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -65,7 +67,7 @@ async def index_document(ctx: RequestContext, source: SourceDocument, *, started
     reported time includes reading it (OCR included); by default, now."""
     ws = await ctx.state.engines.get(ctx.workspace)
     await ctx.progress(0, len(STAGES), f"checking {source.name}")
-    queued = await enqueue_document(ctx, ws, source, started=started)
+    queued = await enqueue_document(ctx, ws, source, started=started, answer_by=ctx.deadline(ctx.state.settings.wait_seconds))
     if queued.existing_row is not None:
         return await describe_ingest(
             ws, queued.doc_id, queued.existing_row, queued.record, action=queued.action, started=queued.started
@@ -82,9 +84,13 @@ async def index_document(ctx: RequestContext, source: SourceDocument, *, started
 
 
 async def enqueue_document(
-    ctx: RequestContext, ws: Workspace, source: SourceDocument, *, started: float | None = None
+    ctx: RequestContext, ws: Workspace, source: SourceDocument, *, started: float | None = None,
+    answer_by: float | None = None,
 ) -> Enqueued:
     """Queue `source` for indexing (not processing it; `start_processing` hands it to LightRAG).
+
+    A call passes `answer_by` (monotonic): while a delete runs in the background of the
+    workspace (and holds its ingest lock) it is not waited for past then (WORKSPACE_BUSY).
 
     A document is its name and its bytes (for `lightrag_insert_text`: its title and text): the
     same file again is already indexed, new bytes under its name replace it, and a file of
@@ -99,7 +105,7 @@ async def enqueue_document(
         source = replace(source, source_sha256=_text_digest(source.text))
     text, content_hash = await _clean_and_hash_off_loop(ctx, source.text)
     doc_id = doc_id_for(source.name)
-    async with ws.ingest_lock:
+    async with _ingest_turn(ws, answer_by):
         await ws.intake.settled(doc_id)  # a version on its way to LightRAG lands first
         row = await ws.status_row(doc_id)
         if row is not None:
@@ -120,6 +126,33 @@ async def enqueue_document(
         await ws.intake.add(queued)
         ws.catalog.put(doc_id, queued.record)  # no await since it was queued: both or neither
     return Enqueued(doc_id, action, queued.record, started, queued_from=queued_from)
+
+
+@contextlib.asynccontextmanager
+async def _ingest_turn(ws: Workspace, answer_by: float | None) -> AsyncIterator[None]:
+    """The workspace's ingest lock.  A delete's run holds it for minutes in a large knowledge base
+    (`operations.delete_runs`): a call then waits only until `answer_by`, and is told why."""
+    if answer_by is None or not ws.deleting:
+        async with ws.ingest_lock:
+            yield
+        return
+    acquired = False
+    with anyio.move_on_after(max(0.0, answer_by - time.monotonic())):
+        await ws.ingest_lock.acquire()
+        acquired = True
+    if not acquired:
+        names = ", ".join(f"'{name}'" for name in list(ws.deleting.values())[:5])
+        raise RagError(
+            ErrorCode.WORKSPACE_BUSY,
+            f"Not queued: a delete runs in this knowledge base ({names}) and uploads wait for it; it rebuilds the "
+            "entities the deleted documents share, which takes minutes in a large knowledge base.",
+            suggested_action="Upload again once lightrag_list_documents no longer lists them.",
+            retryable=True,
+        )
+    try:
+        yield
+    finally:
+        ws.ingest_lock.release()
 
 
 def _queued_document(source: SourceDocument, doc_id: str, text: str, record: dict[str, Any]) -> QueuedDocument:
