@@ -108,23 +108,27 @@ async def enqueue_document(
     async with _ingest_turn(ws, answer_by):
         await ws.intake.settled(doc_id)  # a version on its way to LightRAG lands first
         row = await ws.status_row(doc_id)
+        previous = None  # the version this one takes the place of: "failed" (this very file's failed attempt) or "replaced"
         if row is not None:
             record = await ws.catalog.get(doc_id) or {}
-            if _same_file(record, source.source_sha256, content_hash):
-                if state_of(row.get("status")) != "failed":
-                    return Enqueued(doc_id, "already_indexed", record, started, existing_row=row, queued_from=queued_from)
-                await delete_version(ws, doc_id)  # a failed attempt at this very file: index it afresh
-                row = None
+            if not _same_file(record, source.source_sha256, content_hash):
+                previous = "replaced"
+            elif state_of(row.get("status")) != "failed":
+                return Enqueued(doc_id, "already_indexed", record, started, existing_row=row, queued_from=queued_from)
+            else:
+                previous = "failed"
         text, content_hash = await _distinct_text(ctx, ws, doc_id, source.name, text, content_hash)
-        await check_quota(ctx, ws, source.size_bytes, replacing=doc_id if row is not None else None)
-        action = "indexed"
-        if row is not None:
-            await delete_version(ws, doc_id)
-            action = "replaced"
+        await check_quota(ctx, ws, source.size_bytes, replacing=doc_id if previous else None)
         track_id = f"{generate_track_id('upload')}{TRACK_SEPARATOR}{doc_id.removeprefix('doc-')}"
         queued = _queued_document(source, doc_id, text, _catalog_record(source, content_hash, track_id))
-        await ws.intake.add(queued)
-        ws.catalog.put(doc_id, queued.record)  # no await since it was queued: both or neither
+        # Whole or not at all: a call cancelled while the old version is deleted (a client's timeout; LightRAG's
+        # delete takes over a minute at 5,000 documents) still queues the new one, never leaving neither.
+        with anyio.CancelScope(shield=True):
+            if previous is not None:
+                await delete_version(ws, doc_id)
+            await ws.intake.add(queued)
+            ws.catalog.put(doc_id, queued.record)  # no await since it was queued: both or neither
+    action = "replaced" if previous == "replaced" else "indexed"
     return Enqueued(doc_id, action, queued.record, started, queued_from=queued_from)
 
 

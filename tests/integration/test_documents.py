@@ -425,3 +425,42 @@ async def test_a_delete_longer_than_the_wait_answers_in_time_and_finishes_in_the
         with pytest.raises(RagError) as gone:
             await delete_documents(arriving(first), arguments)
         assert gone.value.code == ErrorCode.DOCUMENT_NOT_FOUND
+
+
+async def test_a_replacing_upload_cancelled_during_the_old_versions_delete_still_queues_the_new_one(tmp_path: Path) -> None:
+    """A client's timeout cancels the call (LibreChat: 60 s; LightRAG's delete of the old version
+    takes longer at 5,000 documents).  The replacement is whole: the new version is queued and
+    indexed, never the old one deleted and the new one dropped."""
+    from rag_worker.handlers.ingest import insert_text
+    from rag_worker.operations.reading import document_text
+    from rag_worker.storage.intake import WRITE_IN_THREAD_CHARS
+
+    big_zebra = ZEBRA + "".join(f"\n\nRoutine entry {n} of the project log." for n in range(WRITE_IN_THREAD_CHARS // 30))
+    release, deletes = anyio.Event(), []
+    async with in_process_worker(tmp_path, "replace_cancelled_test", wait_seconds="60") as ctx:
+        first = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "report.txt"}))
+        assert first["status"] == "processed", first
+        ws = await ctx.state.engines.get(ctx.workspace)
+        original = ws.rag.adelete_by_doc_id
+
+        async def held_delete(doc_id: str, **kwargs: Any) -> Any:
+            deletes.append(doc_id)
+            await release.wait()
+            return await original(doc_id, **kwargs)
+
+        ws.rag.adelete_by_doc_id = held_delete
+        ctx.state.engines.start_processing = lambda _: None  # it stays queued: indexing 256 KB is not what is tested
+        async with anyio.create_task_group() as calls:
+            # Past WRITE_IN_THREAD_CHARS, so queueing it awaits a thread: a point where a cancel lands.
+            replacing = m.INSERT_TEXT.with_defaults({"text": big_zebra, "title": "report.txt"})
+            calls.start_soon(insert_text, arriving(ctx), replacing)
+            with anyio.fail_after(30):
+                while not deletes:
+                    await anyio.sleep(0.05)
+            calls.cancel_scope.cancel()  # the client gave up while the old version was being deleted
+            release.set()
+        assert deletes == [first["document_id"]]
+        with anyio.fail_after(60):  # the old version gone, the new one queued
+            while not ((await ws.status_row(first["document_id"])) or {}).get("content_summary", "").startswith("The ZEBRA"):
+                await anyio.sleep(0.1)
+        assert "QUASAR" not in await document_text(ws, first["document_id"])
