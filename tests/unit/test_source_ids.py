@@ -1,0 +1,61 @@
+"""The fast merge of chunk ids LightRAG's indexing uses (`rag_worker.storage.source_ids`): the
+same list as LightRAG's own `merge_source_ids` for every input, plain ids or not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rag_worker.storage.lightrag_setup import import_lightrag
+
+import_lightrag()  # installs the fast merge (idempotent), as the worker does at start
+
+from lightrag import operate, utils  # noqa: E402
+from lightrag.constants import GRAPH_FIELD_SEP  # noqa: E402
+
+from rag_worker.storage.source_ids import fast_merge  # noqa: E402
+
+ORIGINAL = utils.split_string_by_multi_markers  # untouched: the reference splits with it
+
+
+def lightrags_merge(existing: Any, new: Any) -> list[str]:
+    """LightRAG 1.5.7's `merge_source_ids`, restated with its own split (no warnings)."""
+    merged: list[str] = []
+    for sequence in (existing, new):
+        for source_id in sequence or []:
+            if source_id:
+                for part in ORIGINAL(str(source_id), [GRAPH_FIELD_SEP]):
+                    if part not in merged:
+                        merged.append(part)
+    return merged
+
+
+PLAIN = st.from_regex(r"chunk-[0-9a-f]{4}", fullmatch=True)
+ODD = st.sampled_from(["", " ", " chunk-aaaa", "chunk-bbbb ", f"chunk-cccc{GRAPH_FIELD_SEP}chunk-dddd", f"{GRAPH_FIELD_SEP}"])
+IDS = st.lists(st.one_of(PLAIN, PLAIN, PLAIN, ODD), max_size=30)
+
+
+@given(IDS, IDS)
+def test_the_fast_merge_gives_lightrags_result_for_any_ids(existing: list[str], new: list[str]) -> None:
+    assert utils.merge_source_ids(existing, new) == lightrags_merge(existing, new)
+
+
+def test_lightrags_indexing_uses_the_fast_merge_and_it_takes_generators() -> None:
+    assert getattr(operate.merge_source_ids, "without_regex", False)
+    ids = [f"chunk-{n:04x}" for n in range(3)]
+    assert operate.merge_source_ids((i for i in ids), iter(["chunk-0001", "chunk-9999"])) == [*ids, "chunk-9999"]
+    assert operate.merge_source_ids(None, [f"a{GRAPH_FIELD_SEP}b", "a"]) == ["a", "b"]  # LightRAG's own path
+
+
+def test_odd_ids_go_to_lightrags_function() -> None:
+    calls = []
+
+    def original(existing: Any, new: Any) -> list[str]:
+        calls.append((existing, new))
+        return ["from LightRAG"]
+
+    merge = fast_merge(original, GRAPH_FIELD_SEP)
+    assert merge(["a", "b", "a"], ["c"]) == ["a", "b", "c"] and calls == []
+    assert merge(["a"], [" b"]) == ["from LightRAG"] and calls == [(["a"], [" b"])]
