@@ -17,10 +17,10 @@ from rag_worker.chunking import chunking_func
 from rag_worker.embedded.models import MAX_TOKEN_SIZE
 from rag_worker.query_cache import report_chunk_scores
 from rag_worker.storage.exact_match import add_named_chunks, exact_term_rerank
+from rag_worker.storage.hot_paths import use_cheaper_hot_paths
 from rag_worker.storage.hybrid import attach_lexical_index
 from rag_worker.storage.nano_lookup import index_row_lookups
 from rag_worker.storage.pg_client import repair_reconnect, uses_postgres_client
-from rag_worker.storage.source_ids import merge_ids_without_regex
 from rag_worker.storage.vector_flush import embed_outside_locks
 
 log = logging.getLogger("rag_worker.storage.lightrag_setup")
@@ -41,7 +41,7 @@ def import_lightrag() -> str:
     _route_lightrag_logs()
     _graph_saves_through_memory()
     index_row_lookups()
-    merge_ids_without_regex()
+    use_cheaper_hot_paths()
     return str(lightrag.__version__)
 
 

@@ -1,4 +1,4 @@
-"""The fast merge of chunk ids LightRAG's indexing uses (`rag_worker.storage.source_ids`): the
+"""The fast merge of chunk ids LightRAG's indexing uses (`rag_worker.storage.hot_paths`): the
 same list as LightRAG's own `merge_source_ids` for every input, plain ids or not."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import_lightrag()  # installs the fast merge (idempotent), as the worker does at
 from lightrag import operate, utils  # noqa: E402
 from lightrag.constants import GRAPH_FIELD_SEP  # noqa: E402
 
-from rag_worker.storage.source_ids import fast_merge  # noqa: E402
+from rag_worker.storage.hot_paths import fast_merge  # noqa: E402
 
 ORIGINAL = utils.split_string_by_multi_markers  # untouched: the reference splits with it
 
@@ -59,3 +59,24 @@ def test_odd_ids_go_to_lightrags_function() -> None:
     merge = fast_merge(original, GRAPH_FIELD_SEP)
     assert merge(["a", "b", "a"], ["c"]) == ["a", "b", "c"] and calls == []
     assert merge(["a"], [" b"]) == ["from LightRAG"] and calls == [(["a"], [" b"])]
+
+
+NAME_PARTS = list("ab AZ09.\"'“”‘’《》（）—－　中文 \u00a0\u202f") + ["<p>", "</br>", "Ｎ", "０", "12", "1.2"]
+NAMES = st.lists(st.sampled_from(NAME_PARTS), max_size=20).map("".join)
+
+
+@given(NAMES, st.booleans())
+def test_kept_names_are_what_lightrag_computes(name: str, remove_inner_quotes: bool) -> None:
+    normalize = utils.normalize_extracted_info
+    original = normalize.names_kept.__wrapped__  # type: ignore[attr-defined]
+    expected = original(name, remove_inner_quotes=remove_inner_quotes)
+    assert normalize(name, remove_inner_quotes=remove_inner_quotes) == expected
+    assert normalize(name, remove_inner_quotes) == expected  # again: the kept result
+
+
+def test_long_texts_are_computed_not_kept() -> None:
+    normalize = utils.normalize_extracted_info
+    description = "“Acme Corporation” funded the ZEBRA-7741 project in Berlin. " * 5
+    before = normalize.names_kept.cache_info().currsize  # type: ignore[attr-defined]
+    assert normalize(description) == normalize.names_kept.__wrapped__(description)  # type: ignore[attr-defined]
+    assert normalize.names_kept.cache_info().currsize == before  # type: ignore[attr-defined]
