@@ -23,6 +23,7 @@ import anyio
 
 from protocol import ErrorCode
 from rag_worker.context import RequestContext
+from rag_worker.embedded.embedding_lanes import release_freed_memory
 from rag_worker.operations.backups import write_backup
 from rag_worker.operations.changes import announce_documents_changed
 from rag_worker.operations.deletion import (
@@ -100,6 +101,9 @@ async def run_deletes(ctx: RequestContext, ws: Workspace, run: DeleteRun) -> Non
             ws.deleting.pop(doc_id, None)
         run.planned.set()
         run.finished.set()
+    # LightRAG's rebuild read the extractions of every chunk naming a shared entity (most of the
+    # corpus at 5,000 documents): heap the worker would otherwise keep.
+    await anyio.to_thread.run_sync(release_freed_memory)
     if run.outcomes:
         await announce_documents_changed(ctx.state.notify, ws.name)
     if run.report is None and run.failures:
