@@ -89,9 +89,12 @@ async def run_deletes(ctx: RequestContext, ws: Workspace, run: DeleteRun) -> Non
             run.planning = True
             try:
                 planned = await _plan(ctx, ws, run)
+                # Documents LightRAG has not got yet leave the queue at once: answered with the refusals.
+                queued = {found.doc_id for found in planned if ws.intake.waiting(found.doc_id)}
+                await _delete_planned(ws, run, [found for found in planned if found.doc_id in queued])
             finally:
                 run.planned.set()
-            await _delete_planned(ws, run, planned)
+            await _delete_planned(ws, run, [found for found in planned if found.doc_id not in queued], done_before=len(queued))
     except Exception as exc:  # kept for the call, or logged when it already answered
         run.error = exc
         if run.report is None:
@@ -145,10 +148,10 @@ async def _plan(ctx: RequestContext, ws: Workspace, run: DeleteRun) -> list[Cont
     return planned
 
 
-async def _delete_planned(ws: Workspace, run: DeleteRun, planned: list[Contribution]) -> None:
+async def _delete_planned(ws: Workspace, run: DeleteRun, planned: list[Contribution], done_before: int = 0) -> None:
     total_steps = len(run.requested) + 1
-    await run.say(1, total_steps, "deleting")
-    for step, planned_doc in enumerate(planned, start=2):
+    await run.say(1 + done_before, total_steps, "deleting")
+    for step, planned_doc in enumerate(planned, start=2 + done_before):
         # Read again: a document deleted earlier in this run may have changed what this one shares.
         found = await inspect(ws, planned_doc.doc_id, planned_doc.requested_as, planned_doc.row)
         refusal = None if run.options.cascade else restrict_failure(found)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from protocol import methods as m
@@ -60,4 +61,7 @@ async def test_an_unchanged_listing_is_read_once_and_every_change_is_seen(tmp_pa
         assert await titles(state) == ["note-1", "note-2", "renamed"]
 
         await call(state, "ws", m.DELETE_DOCUMENTS, {"document_ids": [first]})
+        with anyio.fail_after(60):  # LIGHTRAG_MCP_WAIT_SECONDS=0: the call answered while LightRAG deletes
+            while await ws.status_row(first) is not None:
+                await anyio.sleep(0.1)
         assert await titles(state) == ["note-1", "note-2"]
