@@ -295,6 +295,19 @@ async def in_process_worker(data_dir: Path, workspace: str, wait_seconds: str) -
             await state.close()
 
 
+def hold_deletes(ws: Any, release: anyio.Event, started: list[str]) -> None:
+    """LightRAG's deletes in `ws` wait for `release` (as one at 5,000 documents takes a minute);
+    the ids they were asked for are appended to `started`."""
+    original = ws.rag.adelete_by_doc_id
+
+    async def held_delete(doc_id: str, **kwargs: Any) -> Any:
+        started.append(doc_id)
+        await release.wait()
+        return await original(doc_id, **kwargs)
+
+    ws.rag.adelete_by_doc_id = held_delete
+
+
 def arriving(ctx: Any) -> Any:
     """`ctx` as a call arriving now (a handler's waits are budgeted from a call's arrival)."""
     return dataclasses.replace(ctx, arrived=time.monotonic())
@@ -387,14 +400,7 @@ async def test_a_delete_longer_than_the_wait_answers_in_time_and_finishes_in_the
         ws = await first.state.engines.get(first.workspace)
         await ws.rag.apipeline_enqueue_documents([REACTOR, ZEBRA], ids=["doc-slow", "doc-kept"], file_paths=["slow.txt", "kept.txt"])
         await ws.rag.apipeline_process_enqueue_documents()
-        original = ws.rag.adelete_by_doc_id
-
-        async def held_delete(doc_id: str, **kwargs: Any) -> Any:
-            deletes.append(doc_id)
-            await release.wait()
-            return await original(doc_id, **kwargs)
-
-        ws.rag.adelete_by_doc_id = held_delete
+        hold_deletes(ws, release, deletes)
 
         arguments = m.DELETE_DOCUMENTS.with_defaults({"document_ids": ["doc-slow"]})
         with anyio.fail_after(10):
@@ -441,14 +447,7 @@ async def test_a_replacing_upload_cancelled_during_the_old_versions_delete_still
         first = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "report.txt"}))
         assert first["status"] == "processed", first
         ws = await ctx.state.engines.get(ctx.workspace)
-        original = ws.rag.adelete_by_doc_id
-
-        async def held_delete(doc_id: str, **kwargs: Any) -> Any:
-            deletes.append(doc_id)
-            await release.wait()
-            return await original(doc_id, **kwargs)
-
-        ws.rag.adelete_by_doc_id = held_delete
+        hold_deletes(ws, release, deletes)
         ctx.state.engines.start_processing = lambda _: None  # it stays queued: indexing 256 KB is not what is tested
         async with anyio.create_task_group() as calls:
             # Past WRITE_IN_THREAD_CHARS, so queueing it awaits a thread: a point where a cancel lands.
