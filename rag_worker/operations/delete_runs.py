@@ -69,6 +69,12 @@ class DeleteRun:
     def __post_init__(self) -> None:
         self.remaining = {name: name for name in self.requested}
 
+    def fail(self, failure: Failure) -> None:
+        """Record a document not deleted: in the answer, or in the log once the call answered."""
+        self.failures.append(failure)
+        if self.report is None:
+            log.warning("%s was not deleted (after the call answered): %s", failure.document_id, failure.message)
+
     async def say(self, progress: float, total: float, message: str) -> None:
         if self.report is not None:
             await self.report(progress, total, message)
@@ -109,9 +115,6 @@ async def run_deletes(ctx: RequestContext, ws: Workspace, run: DeleteRun) -> Non
     await anyio.to_thread.run_sync(release_freed_memory)
     if run.outcomes:
         await announce_documents_changed(ctx.state.notify, ws.name)
-    if run.report is None and run.failures:
-        log.warning("workspace %s: not deleted after the call answered: %s", ws.name,
-                    "; ".join(f"{f.document_id}: {f.message}" for f in run.failures))
 
 
 async def _plan(ctx: RequestContext, ws: Workspace, run: DeleteRun) -> list[Contribution]:
@@ -121,7 +124,7 @@ async def _plan(ctx: RequestContext, ws: Workspace, run: DeleteRun) -> list[Cont
     for name in run.requested:
         hit = await ws.find_document(name)
         if hit is None:
-            run.failures.append(
+            run.fail(
                 Failure(
                     name,
                     ErrorCode.DOCUMENT_NOT_FOUND,
@@ -132,7 +135,8 @@ async def _plan(ctx: RequestContext, ws: Workspace, run: DeleteRun) -> list[Cont
         elif hit[0] not in targets:
             targets[hit[0]] = (name, hit[1])
     ready, not_ready = await _wait_until_ready(ws, targets, run.ready_by, run.options.force, run.waiting)
-    run.failures += not_ready
+    for failure in not_ready:
+        run.fail(failure)
     planned: list[Contribution] = []
     for doc_id, (name, row) in ready.items():
         found = await inspect(ws, doc_id, name, row)
@@ -140,7 +144,7 @@ async def _plan(ctx: RequestContext, ws: Workspace, run: DeleteRun) -> list[Cont
         if refusal is None:
             planned.append(found)
         else:
-            run.failures.append(refusal)
+            run.fail(refusal)
     run.remaining = {found.doc_id: found.filename for found in planned}
     ws.deleting.update(run.remaining)
     if run.options.backup and planned:
@@ -157,7 +161,7 @@ async def _delete_planned(ws: Workspace, run: DeleteRun, planned: list[Contribut
         refusal = None if run.options.cascade else restrict_failure(found)
         result = refusal or await delete_inspected(ws, found, run.ready_by, run.waiting)
         if isinstance(result, Failure):
-            run.failures.append(result)
+            run.fail(result)
         else:
             run.outcomes.append(result)
         run.remaining.pop(found.doc_id, None)
