@@ -7,8 +7,9 @@ starts a `DeleteRun` in the worker's background and waits for it only up to
 LIGHTRAG_MCP_WAIT_SECONDS; what is still being deleted then is named in its answer and goes on.
 
 The run holds the workspace's ingest lock throughout, as the call did before: an upload of the
-same name or content cannot interleave.  Each document's delete is journaled
-(`storage.removal`), so a worker stopped meanwhile has it finished when the workspace reopens.
+same name or content cannot interleave.  Every document it is to delete is written in the
+workspace's delete journal before the call may answer (`storage.removal` reads it), so a worker
+stopped meanwhile has them all finished when the workspace reopens.
 """
 
 from __future__ import annotations
@@ -149,6 +150,11 @@ async def _plan(ctx: RequestContext, ws: Workspace, run: DeleteRun) -> list[Cont
     ws.deleting.update(run.remaining)
     if run.options.backup and planned:
         run.backup_info = await write_backup(ctx, ws, planned)
+    # Written down before the call can answer that they are being deleted: a worker stopped in
+    # the middle of the run (a recycle, a kill) has every one of them finished when it reopens.
+    for found in planned:
+        if not ws.intake.waiting(found.doc_id):
+            ws.deletes.begin(found.doc_id)
     return planned
 
 
@@ -159,6 +165,8 @@ async def _delete_planned(ws: Workspace, run: DeleteRun, planned: list[Contribut
         # Read again: a document deleted earlier in this run may have changed what this one shares.
         found = await inspect(ws, planned_doc.doc_id, planned_doc.requested_as, planned_doc.row)
         refusal = None if run.options.cascade else restrict_failure(found)
+        if refusal is not None:
+            ws.deletes.end(found.doc_id)  # not to be finished at the next opening either
         result = refusal or await delete_inspected(ws, found, run.ready_by, run.waiting)
         if isinstance(result, Failure):
             run.fail(result)

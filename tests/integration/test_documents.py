@@ -296,13 +296,15 @@ async def in_process_worker(data_dir: Path, workspace: str, wait_seconds: str) -
 
 
 def hold_deletes(ws: Any, release: anyio.Event, started: list[str]) -> None:
-    """LightRAG's deletes in `ws` wait for `release` (as one at 5,000 documents takes a minute);
-    the ids they were asked for are appended to `started`."""
+    """LightRAG's deletes in `ws` wait for `release` (as one at 5,000 documents takes a minute),
+    60 s at most: a failed test's shutdown then waits for the delete only that long; the ids they
+    were asked for are appended to `started`."""
     original = ws.rag.adelete_by_doc_id
 
     async def held_delete(doc_id: str, **kwargs: Any) -> Any:
         started.append(doc_id)
-        await release.wait()
+        with anyio.move_on_after(60):
+            await release.wait()
         return await original(doc_id, **kwargs)
 
     ws.rag.adelete_by_doc_id = held_delete
@@ -398,17 +400,24 @@ async def test_a_delete_longer_than_the_wait_answers_in_time_and_finishes_in_the
     deletes: list[str] = []
     async with in_process_worker(tmp_path, "slow_delete_test", wait_seconds="0.5") as first:
         ws = await first.state.engines.get(first.workspace)
-        await ws.rag.apipeline_enqueue_documents([REACTOR, ZEBRA], ids=["doc-slow", "doc-kept"], file_paths=["slow.txt", "kept.txt"])
+        await ws.rag.apipeline_enqueue_documents(
+            [REACTOR, ZEBRA, VISIT + " In Lisbon."], ids=["doc-slow", "doc-kept", "doc-next"],
+            file_paths=["slow.txt", "kept.txt", "next.txt"],
+        )
         await ws.rag.apipeline_process_enqueue_documents()
         hold_deletes(ws, release, deletes)
 
-        arguments = m.DELETE_DOCUMENTS.with_defaults({"document_ids": ["doc-slow"]})
+        both = m.DELETE_DOCUMENTS.with_defaults({"document_ids": ["doc-slow", "doc-next"]})
         with anyio.fail_after(10):
-            answered = await delete_documents(arriving(first), arguments)
+            answered = await delete_documents(arriving(first), both)
         assert answered["deleted_documents"] == [] and answered["failed_deletions"] == []
-        assert answered["deleting_documents"] == ["doc-slow"]
-        assert "Still deleting 1 document(s): 'slow.txt'" in answered["message"], answered["message"]
+        assert answered["deleting_documents"] == ["doc-slow", "doc-next"]
+        assert "Still deleting 2 document(s): 'slow.txt', 'next.txt'" in answered["message"], answered["message"]
         assert await ws.rag.doc_status.get_by_id("doc-slow") is not None  # listed until the delete ends
+        # Both written down: a worker stopped now (a recycle) has both finished when it reopens.
+        assert set(ws.deletes.pending()) == {"doc-slow", "doc-next"}
+
+        arguments = m.DELETE_DOCUMENTS.with_defaults({"document_ids": ["doc-slow"]})
 
         with anyio.fail_after(5):  # not queued behind the first call's run
             again = await delete_documents(arriving(first), arguments)
@@ -423,9 +432,10 @@ async def test_a_delete_longer_than_the_wait_answers_in_time_and_finishes_in_the
 
         release.set()
         with anyio.fail_after(60):
-            while await ws.rag.doc_status.get_by_id("doc-slow") is not None or ws.deleting:
+            while await ws.rag.doc_status.get_by_id("doc-next") is not None or ws.deleting:
                 await anyio.sleep(0.1)
-        queued = await insert_text(arriving(first), new_text)  # once it is gone, uploads are taken again
+        assert await ws.rag.doc_status.get_by_id("doc-slow") is None and not ws.deletes.pending()
+        queued = await insert_text(arriving(first), new_text)  # once they are gone, uploads are taken again
         assert queued["document_id"] and not ws.deleting
         assert await ws.rag.doc_status.get_by_id("doc-kept") is not None
         with pytest.raises(RagError) as gone:
