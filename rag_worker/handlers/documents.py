@@ -101,7 +101,7 @@ async def delete_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[st
     already: dict[str, str] = {}  # being deleted by an earlier call's run: id → name
     to_run = []
     for name in requested:
-        hit = await ws.find_document(name)
+        hit = await ws.find_document(name) if ws.deleting else None  # the run looks each one up anyway
         if hit is not None and hit[0] in ws.deleting:
             already[hit[0]] = ws.deleting[hit[0]]
         else:

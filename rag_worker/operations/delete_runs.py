@@ -56,7 +56,7 @@ class DeleteRun:
     options: DeleteOptions
     ready_by: float  # monotonic: until when a document may still become deletable (indexing ends)
     report: Report | None = None  # the waiting call's progress; None once it answered
-    remaining: dict[str, str] = field(default_factory=dict)  # still to delete: id (a name until found) → name
+    remaining: dict[str, str] = field(init=False)  # still to delete: id (a name until found) → name
     outcomes: list[Outcome] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     backup_info: dict[str, Any] | None = None

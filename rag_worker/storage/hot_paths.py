@@ -9,7 +9,7 @@ at 5,000 generated reports.  A py-spy profile of the worker indexing documents 5
 third of the event loop's busy time in those splits (2,917 of 7,196 samples), blocking every call
 meanwhile: that is most of what CPU per document gained from 100 to 5,000 documents.
 
-:func:`merge_ids_without_regex` gives LightRAG the same function with a fast path: when every
+:func:`fast_merge` gives LightRAG the same function with a fast path: when every
 id is a plain string with no separator and no surrounding blanks (what LightRAG's callers pass),
 the result is the ids deduplicated in first-seen order, which is what the splits would return.
 Anything else (a joined value, blanks, a non-string) goes to LightRAG's own function unchanged.
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import Any
 
 MergeIds = Callable[[Iterable[str] | None, Iterable[str] | None], list[str]]
 Normalize = Callable[..., str]
@@ -58,22 +57,7 @@ def fast_merge(original: MergeIds, separator: str) -> MergeIds:
                     merged.append(source_id)
         return merged
 
-    merge_source_ids.without_regex = True  # type: ignore[attr-defined]
     return merge_source_ids
-
-
-def merge_ids_without_regex() -> None:
-    """Give LightRAG's indexing (and its utils' other users) the fast merge (idempotent)."""
-    import lightrag.operate
-    import lightrag.utils
-    from lightrag.constants import GRAPH_FIELD_SEP
-
-    current: Any = lightrag.utils.merge_source_ids
-    if getattr(current, "without_regex", False):
-        return
-    merged = fast_merge(current, GRAPH_FIELD_SEP)
-    lightrag.utils.merge_source_ids = merged
-    lightrag.operate.merge_source_ids = merged  # imported by name there
 
 
 def normalize_names_once(original: Normalize) -> Normalize:
@@ -91,9 +75,14 @@ def normalize_names_once(original: Normalize) -> Normalize:
 
 def use_cheaper_hot_paths() -> None:
     """Give LightRAG the fast merge and the kept names (idempotent)."""
+    import lightrag.operate
     import lightrag.utils
+    from lightrag.constants import GRAPH_FIELD_SEP
 
-    merge_ids_without_regex()
-    if not hasattr(lightrag.utils.normalize_extracted_info, "names_kept"):
-        # `sanitize_and_normalize_extracted_text`, the one caller, finds it in lightrag.utils at each call.
-        lightrag.utils.normalize_extracted_info = normalize_names_once(lightrag.utils.normalize_extracted_info)
+    if hasattr(lightrag.utils.normalize_extracted_info, "names_kept"):
+        return
+    merged = fast_merge(lightrag.utils.merge_source_ids, GRAPH_FIELD_SEP)
+    lightrag.utils.merge_source_ids = merged
+    lightrag.operate.merge_source_ids = merged  # imported by name there
+    # `sanitize_and_normalize_extracted_text`, its one caller, finds it in lightrag.utils at each call.
+    lightrag.utils.normalize_extracted_info = normalize_names_once(lightrag.utils.normalize_extracted_info)
