@@ -121,12 +121,13 @@ async def enqueue_document(
         await check_quota(ctx, ws, source.size_bytes, replacing=doc_id if previous else None)
         track_id = f"{generate_track_id('upload')}{TRACK_SEPARATOR}{doc_id.removeprefix('doc-')}"
         queued = _queued_document(source, doc_id, text, _catalog_record(source, content_hash, track_id))
-        # Whole or not at all: a call cancelled while the old version is deleted (a client's timeout; LightRAG's
-        # delete takes over a minute at 5,000 documents) still queues the new one, never leaving neither.
-        with anyio.CancelScope(shield=True):
-            if previous is not None:
-                await delete_version(ws, doc_id)
-            await ws.intake.add(queued)
+        # A version LightRAG holds is deleted in the background (a minute at 5,000 documents), the
+        # new one queued behind it: written down first, so a stopped worker finishes both.
+        after_removal = previous is not None and not ws.intake.waiting(doc_id)
+        with anyio.CancelScope(shield=True):  # whole or not at all
+            if after_removal:
+                ws.deletes.begin(doc_id)
+            await ws.intake.add(queued, after_removal=after_removal)
             ws.catalog.put(doc_id, queued.record)  # no await since it was queued: both or neither
     action = "replaced" if previous == "replaced" else "indexed"
     return Enqueued(doc_id, action, queued.record, started, queued_from=queued_from)
@@ -362,12 +363,18 @@ async def describe_ingest(
     result = await describe_document(ws, doc_id, row, record)
     result["action"] = action
     result["processing_time_s"] = round(time.perf_counter() - started, 3)
-    result["message"] = _message(result)
+    result["message"] = _message(result, behind_removal=doc_id in ws.intake.awaiting_removal)
     return result
 
 
-def _message(result: dict[str, Any]) -> str:
+def _message(result: dict[str, Any], *, behind_removal: bool = False) -> str:
     name, state, action = result["filename"], result["status"], result["action"]
+    if behind_removal and state == "pending":
+        return (
+            f"'{name}' is queued to replace its previous version, which is being deleted first (LightRAG rebuilds "
+            "what that version shares with other documents: minutes in a large knowledge base); it is then indexed "
+            f"in the background. Ask again later: lightrag_get_status with track_id {result['track_id']}."
+        )
     if action == "already_indexed" and state == "processed":
         return (
             f"'{name}' is already indexed with identical content (document {result['document_id']}); nothing was added."

@@ -223,6 +223,10 @@ class DocumentCatalog:
                 del self._pending[doc_id]
         await self._kv.index_done_callback()
 
+    def forget_pending(self, doc_id: str) -> None:
+        """Drop the record waiting to be stored (a queued version that is dropped); a stored one stays."""
+        self._pending.pop(doc_id, None)
+
     async def delete(self, doc_id: str) -> None:
         self._pending.pop(doc_id, None)
         await self._kv.delete([doc_id])

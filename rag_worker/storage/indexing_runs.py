@@ -1,11 +1,13 @@
 """A workspace's indexing in the background: the intake queue's feeder hands batches to LightRAG
-and keeps its pipeline running; both outlive the call that queued the work and keep the
-workspace in use (`Workspace.in_use`) until they end.
+and keeps its pipeline running, and the remover deletes the old versions replaced documents
+wait for; all outlive the call that queued the work and keep the workspace in use
+(`Workspace.in_use`) until they end.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -14,6 +16,7 @@ import anyio
 
 from rag_worker.storage.intake import hand_over
 from rag_worker.storage.outage_retry import requeue_storage_failures
+from rag_worker.storage.removal import remove_from_lightrag
 from rag_worker.storage.workspace import Workspace
 
 log = logging.getLogger("rag_worker.storage.engine")
@@ -24,6 +27,9 @@ Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], Any]
 #: A batch LightRAG refused (its storage restarting) is handed over again after 1, 2, 4, 8, 16 s.
 HANDOVER_RETRY_S = 1.0
 HANDOVER_RETRIES = 5
+#: A previous version whose delete stopped part-way (its storage went away) is tried again after 5, 10 s.
+REMOVAL_RETRY_S = 5.0
+REMOVAL_RETRIES = 2
 UNFINISHED_STATES = ("pending", "parsing", "analyzing", "processing")
 
 
@@ -78,6 +84,46 @@ class Indexing:
                 self._feed_again_later(entry)
 
         self._spawn(feed)
+
+    def remove_previous_versions(self, entry: Workspace) -> None:
+        """Delete LightRAG's versions of the documents whose new versions wait behind them
+        (`IntakeQueue.awaiting_removal`), one at a time in the background, each new version then
+        handed over.  LightRAG deletes only while its pipeline is idle: a removal waits for it."""
+        if entry.intake.removing or not entry.intake.awaiting_removal:
+            return
+        entry.intake.removing = True
+
+        async def remove() -> None:
+            failures: dict[str, int] = {}
+            try:
+                while waiting := [doc_id for doc_id in entry.intake.awaiting_removal if failures.get(doc_id, 0) <= REMOVAL_RETRIES]:
+                    doc_id = waiting[0]
+                    removed = await remove_from_lightrag(entry, doc_id, deadline=math.inf)
+                    if removed.status == "fail":  # written down still: the next opening finishes it at the latest
+                        failures[doc_id] = failures.get(doc_id, 0) + 1
+                        if failures[doc_id] <= REMOVAL_RETRIES:
+                            await anyio.sleep(REMOVAL_RETRY_S * failures[doc_id])
+                        continue
+                    if removed.status == "refused":
+                        self._drop_new_version(entry, doc_id, removed.message)
+                    entry.intake.removed(doc_id)
+                    self.start(entry)
+            finally:
+                entry.intake.removing = False
+                entry.last_used = time.monotonic()
+            for doc_id, count in failures.items():
+                if count > REMOVAL_RETRIES and doc_id in entry.intake.awaiting_removal:
+                    log.error("workspace %s: the old version of %s is not deleted; its new version waits for the next opening", entry.name, doc_id)
+
+        self._spawn(remove)
+
+    @staticmethod
+    def _drop_new_version(entry: Workspace, doc_id: str, reason: str) -> None:
+        """LightRAG refuses to delete the old version (its records of what the document contributed
+        are incomplete): it stays, and the new version, which cannot take its id, is dropped."""
+        entry.intake.drop(doc_id)
+        entry.catalog.forget_pending(doc_id)
+        log.error("workspace %s: the new version of %s was dropped: LightRAG refused to delete the old one (%s)", entry.name, doc_id, reason)
 
     def _feed_again_later(self, entry: Workspace) -> None:
         """A batch LightRAG did not take (its storage went away: an engine restarting) is queued

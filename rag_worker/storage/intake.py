@@ -17,6 +17,12 @@ queue.  A killed worker loses nothing: `recover` reads the files back when the w
 and a document LightRAG already holds (the kill fell between its enqueue and our cleanup) is
 not queued twice.  Files are renamed into place without fsync (`write_atomic(sync=False)`),
 the guarantee LightRAG's doc-status file has.
+
+A new version of a document LightRAG holds waits in the queue until LightRAG's delete of the
+old one ends (`awaiting_removal`; one id cannot be in LightRAG twice): that delete runs in the
+background (`Indexing.remove_previous_versions`), as it takes minutes in a large knowledge base.
+The id is in the delete journal meanwhile, which is how `recover` tells such a document from
+one already handed over.
 """
 
 from __future__ import annotations
@@ -96,6 +102,8 @@ class IntakeQueue:
     def __init__(self, workspace_dir: Path) -> None:
         self.directory = workspace_dir / INTAKE_DIR
         self.feeding = False  # a feeder task works for this workspace (it is in use meanwhile)
+        self.removing = False  # a task deletes the previous versions of documents awaiting removal
+        self.awaiting_removal: set[str] = set()  # ids whose version in LightRAG goes before the queued one
         self._queued: dict[str, QueuedDocument] = {}  # arrival order
         self._handing: dict[str, QueuedDocument] = {}  # in a batch on its way to LightRAG
         self._settled = anyio.Event()
@@ -126,9 +134,12 @@ class IntakeQueue:
         while doc_id in self._handing:
             await self._settled.wait()
 
-    async def add(self, doc: QueuedDocument) -> None:
-        """Queue `doc` (replacing a queued version of it) once its file is written."""
+    async def add(self, doc: QueuedDocument, *, after_removal: bool = False) -> None:
+        """Queue `doc` (replacing a queued version of it) once its file is written; `after_removal`:
+        handed over only once LightRAG's version of it is deleted (`removed`)."""
         assert doc.doc_id not in self._handing, "wait for `settled` first"
+        if after_removal:
+            self.awaiting_removal.add(doc.doc_id)
         data = orjson.dumps(asdict(doc))
         if len(doc.text) > WRITE_IN_THREAD_CHARS:
             await anyio.to_thread.run_sync(self._write, doc.doc_id, data)
@@ -145,13 +156,18 @@ class IntakeQueue:
         return True
 
     def take(self) -> list[QueuedDocument]:
-        """Everything waiting, as the next batch for LightRAG (marked as on its way)."""
-        batch = list(self._queued.values())
+        """Everything waiting but what awaits a removal, as the next batch for LightRAG (marked as on its way)."""
+        batch = [doc for doc in self._queued.values() if doc.doc_id not in self.awaiting_removal]
         if batch:
-            self._queued.clear()
+            for doc in batch:
+                del self._queued[doc.doc_id]
             self._handing.update((doc.doc_id, doc) for doc in batch)
             self._settled = anyio.Event()
         return batch
+
+    def removed(self, doc_id: str) -> None:
+        """LightRAG's version of `doc_id` is deleted: a version queued behind it may be handed over."""
+        self.awaiting_removal.discard(doc_id)
 
     def landed(self, batch: list[QueuedDocument]) -> None:
         """LightRAG holds the batch: its rows answer for these documents from now on."""
@@ -249,13 +265,18 @@ async def _enqueue(rag: Any, batch: list[QueuedDocument]) -> None:
 async def recover(ws: Workspace) -> None:
     """At open, before any call: queue again what a previous worker acknowledged and did not hand over.
 
-    A document LightRAG already holds was handed over just before the previous worker stopped:
-    only its record is committed and its file deleted."""
+    A document whose id is in the delete journal is a new version whose old one LightRAG was
+    deleting: it waits for that delete again.  Any other one LightRAG holds was handed over just
+    before the previous worker stopped: only its record is committed and its file deleted."""
     documents = await anyio.to_thread.run_sync(ws.intake.read_files)
+    deleting = set(ws.deletes.pending())
     landed = []
     for doc in documents:
         ws.catalog.put(doc.doc_id, doc.record)
-        if await ws.rag.doc_status.get_by_id(doc.doc_id) is not None:
+        if doc.doc_id in deleting:
+            ws.intake.restore(doc)
+            ws.intake.awaiting_removal.add(doc.doc_id)
+        elif await ws.rag.doc_status.get_by_id(doc.doc_id) is not None:
             landed.append(doc)
         else:
             ws.intake.restore(doc)

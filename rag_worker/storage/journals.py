@@ -23,8 +23,8 @@ JOURNAL_FILE = "deletes-in-progress.json"
 
 
 class DeleteJournal:
-    """One workspace's started deletes (a small JSON file beside its data).  Callers hold the
-    workspace's ingest lock, so one writer at a time."""
+    """One workspace's started deletes (a small JSON file beside its data).  Each change reads and
+    writes the file with no await between: one writer at a time on the worker's event loop."""
 
     def __init__(self, workspace_dir: Path) -> None:
         self.path = workspace_dir / JOURNAL_FILE

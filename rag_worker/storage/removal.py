@@ -1,11 +1,13 @@
 """Removing one document with LightRAG's cascade, journaled so a killed worker's delete is finished.
 
-`remove_document` is the one way a document leaves a workspace (the delete tool, a replaced
-upload, a folder run's removed files): a document still in the intake queue is dropped from it;
-otherwise it writes the id into the workspace's delete journal before LightRAG starts, retries
-while the pipeline is busy and drops our catalog record.
-`finish_interrupted_deletes` runs when a workspace opens (`EngineRegistry.get`), before any
-call reads it, for the ids a killed worker left written down.
+`remove_document` is the one way a document leaves a workspace (the delete tool, a folder run's
+removed files): a document still in the intake queue is dropped from it; otherwise it writes
+the id into the workspace's delete journal before LightRAG starts, retries while the pipeline
+is busy and drops our catalog record.  `remove_from_lightrag` is its LightRAG half, also what
+deletes the old version of a replaced document (whose new version waits in the intake queue
+and keeps its record).
+`finish_interrupted_deletes` finishes, in the background of an opened workspace, the deletes
+a stopped worker left written down (it holds the ingest lock: uploads wait, reads go on).
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from dataclasses import dataclass
 
 import anyio
 
+from rag_worker.storage.catalog import name_from_file_path
 from rag_worker.storage.workspace import Workspace
 
 log = logging.getLogger("rag_worker.storage.removal")
 
 RETRY_POLL_SECONDS = 0.5  # between tries while LightRAG's pipeline is busy
-REOPEN_WAIT_SECONDS = 30.0  # how long an interrupted delete may wait for the pipeline at open
+REOPEN_WAIT_SECONDS = 3600.0  # how long an interrupted delete may wait for indexing (resumed at open) to end
 
 WaitReport = Callable[[str], Awaitable[None]]
 
@@ -44,15 +47,23 @@ async def remove_document(ws: Workspace, doc_id: str, *, deadline: float, on_wai
     passed while indexing ran), refused (LightRAG found the graph records incomplete) or
     fail (stopped part-way; LightRAG recorded where, so a retry finishes it)."""
     await ws.intake.settled(doc_id)  # on its way to LightRAG: LightRAG's delete below takes it
-    if ws.intake.drop(doc_id):
+    if ws.intake.drop(doc_id):  # a version LightRAG still holds (`awaiting_removal`) goes in the background
         await ws.catalog.delete(doc_id)
         return Removed("success")
+    return await remove_from_lightrag(ws, doc_id, deadline=deadline, on_wait=on_wait)
+
+
+async def remove_from_lightrag(
+    ws: Workspace, doc_id: str, *, deadline: float, on_wait: WaitReport | None = None
+) -> Removed:
+    """LightRAG's cascade delete of `doc_id` (see `remove_document`); our record goes too unless a
+    new version of the document waits in the intake queue (a replacement)."""
     while True:
         with anyio.CancelScope(shield=True):
             ws.deletes.begin(doc_id)  # a worker killed from here on has the delete finished on reopen
             result = await ws.rag.adelete_by_doc_id(doc_id, delete_llm_cache=False)
             status = str(getattr(result, "status", "fail"))
-            if status in {"success", "not_found"}:
+            if status in {"success", "not_found"} and ws.intake.get(doc_id) is None:
                 await ws.catalog.delete(doc_id)
             refused = status == "fail" and getattr(result, "status_code", 500) == 409  # nothing was deleted
             if status != "fail" or refused:  # a delete that failed part-way stays written down: a retry finishes it
@@ -70,12 +81,24 @@ async def remove_document(ws: Workspace, doc_id: str, *, deadline: float, on_wai
         await anyio.sleep(RETRY_POLL_SECONDS)
 
 
-async def finish_interrupted_deletes(ws: Workspace) -> None:
-    """Finish the deletes a killed worker left in the workspace's journal (at open, under
-    `ws.ingest_lock`, before any call reads the workspace)."""
-    for doc_id in ws.deletes.pending():
-        removed = await remove_document(ws, doc_id, deadline=time.monotonic() + REOPEN_WAIT_SECONDS)
-        if removed.status in {"success", "not_found"}:
-            log.info("workspace %s: finished the interrupted delete of %s", ws.name, doc_id)
-        else:
-            log.error("workspace %s: the interrupted delete of %s did not finish (%s): %s", ws.name, doc_id, removed.status, removed.message)
+async def finish_interrupted_deletes(ws: Workspace, doc_ids: list[str]) -> None:
+    """Finish the deletes a stopped worker left in the workspace's journal (documents with no
+    new version queued), in the background of the opened workspace, under its ingest lock: they
+    are listed as being deleted (`ws.deleting`) until each ends."""
+    async with ws.ingest_lock:
+        doc_ids = [doc_id for doc_id in doc_ids if doc_id not in ws.intake.awaiting_removal]  # replaced meanwhile
+        for doc_id in doc_ids:
+            row = await ws.status_row(doc_id) or {}
+            ws.deleting[doc_id] = name_from_file_path(str(row.get("file_path") or "")) or doc_id
+        for doc_id in doc_ids:
+            try:
+                removed = await remove_document(ws, doc_id, deadline=time.monotonic() + REOPEN_WAIT_SECONDS)
+            finally:
+                ws.deleting.pop(doc_id, None)
+            if removed.status in {"success", "not_found"}:
+                log.info("workspace %s: finished the interrupted delete of %s", ws.name, doc_id)
+            else:
+                log.error(
+                    "workspace %s: the interrupted delete of %s did not finish (%s): %s",
+                    ws.name, doc_id, removed.status, removed.message,
+                )

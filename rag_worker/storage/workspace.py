@@ -79,8 +79,11 @@ class Workspace:
         self.last_used = time.monotonic()
 
     def in_use(self) -> bool:
-        """Calls or jobs hold it, an indexing run or the feeder of ours goes on, or its ingest lock is taken."""
-        return bool(self._users) or self.indexing_runs > 0 or self.intake.feeding or self.ingest_lock.locked()
+        """Calls or jobs hold it, an indexing run, the feeder or the remover of ours goes on, or its ingest lock is taken."""
+        return (
+            bool(self._users) or self.indexing_runs > 0 or self.intake.feeding or self.intake.removing
+            or self.ingest_lock.locked()
+        )
 
     async def busy(self) -> bool:
         """`in_use`, or LightRAG's pipeline works for it.  The last look is `in_use` (no await after

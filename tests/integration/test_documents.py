@@ -353,7 +353,7 @@ async def test_a_delete_that_arrives_while_indexing_runs_waits_for_it_then_delet
 async def test_a_delete_cut_short_by_a_killed_worker_is_finished_when_the_workspace_reopens(home: Path) -> None:
     """What a SIGKILL in the middle of LightRAG's final save leaves: the delete written down in
     the workspace's journal, the document's passages already gone from one store, its status
-    still 'processed'.  The next worker finishes that delete before any call reads the
+    still 'processed'.  The next worker finishes that delete in the background of the opened
     workspace: the document is gone everywhere, the other document is untouched and found."""
     from rag_worker.storage.journals import DeleteJournal
 
@@ -372,8 +372,9 @@ async def test_a_delete_cut_short_by_a_killed_worker_is_finished_when_the_worksp
     DeleteJournal(workspace).begin(reactor["document_id"])
 
     async with running_server(home, **on_files) as client:
-        listed = await listing(client)
-        assert [d["id"] for d in listed["documents"]] == [zebra["document_id"]]
+        with anyio.fail_after(60):
+            while [d["id"] for d in (await listing(client))["documents"]] != [zebra["document_id"]]:
+                await anyio.sleep(0.2)
         assert DeleteJournal(workspace).pending() == []
         gone = error_of(await client.call("lightrag_delete_documents", {"document_ids": [reactor["document_id"]]}))
         assert gone["error_code"] == "DOCUMENT_NOT_FOUND"
@@ -443,33 +444,77 @@ async def test_a_delete_longer_than_the_wait_answers_in_time_and_finishes_in_the
         assert gone.value.code == ErrorCode.DOCUMENT_NOT_FOUND
 
 
-async def test_a_replacing_upload_cancelled_during_the_old_versions_delete_still_queues_the_new_one(tmp_path: Path) -> None:
-    """A client's timeout cancels the call (LibreChat: 60 s; LightRAG's delete of the old version
-    takes longer at 5,000 documents).  The replacement is whole: the new version is queued and
-    indexed, never the old one deleted and the new one dropped."""
+async def test_a_replacing_upload_answers_while_its_old_version_is_deleted_in_the_background(tmp_path: Path) -> None:
+    """LightRAG's delete of the old version takes a minute at 5,000 documents (held here until
+    released): the upload answers in time that the new version waits for it, other uploads are
+    queued and indexed meanwhile, and the new version is indexed once the old one is gone."""
     from rag_worker.handlers.ingest import insert_text
     from rag_worker.operations.reading import document_text
-    from rag_worker.storage.intake import WRITE_IN_THREAD_CHARS
 
-    big_zebra = ZEBRA + "".join(f"\n\nRoutine entry {n} of the project log." for n in range(WRITE_IN_THREAD_CHARS // 30))
     release, deletes = anyio.Event(), []
-    async with in_process_worker(tmp_path, "replace_cancelled_test", wait_seconds="60") as ctx:
+    async with in_process_worker(tmp_path, "replace_background_test", wait_seconds="1") as ctx:
         first = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "report.txt"}))
-        assert first["status"] == "processed", first
         ws = await ctx.state.engines.get(ctx.workspace)
-        hold_deletes(ws, release, deletes)
-        ctx.state.engines.start_processing = lambda _: None  # it stays queued: indexing 256 KB is not what is tested
-        async with anyio.create_task_group() as calls:
-            # Past WRITE_IN_THREAD_CHARS, so queueing it awaits a thread: a point where a cancel lands.
-            replacing = m.INSERT_TEXT.with_defaults({"text": big_zebra, "title": "report.txt"})
-            calls.start_soon(insert_text, arriving(ctx), replacing)
-            with anyio.fail_after(30):
-                while not deletes:
-                    await anyio.sleep(0.05)
-            calls.cancel_scope.cancel()  # the client gave up while the old version was being deleted
-            release.set()
-        assert deletes == [first["document_id"]]
-        with anyio.fail_after(60):  # the old version gone, the new one queued
-            while not ((await ws.status_row(first["document_id"])) or {}).get("content_summary", "").startswith("The ZEBRA"):
+        with anyio.fail_after(60):
+            while ((await ws.status_row(first["document_id"])) or {}).get("status") != "processed":
                 await anyio.sleep(0.1)
-        assert "QUASAR" not in await document_text(ws, first["document_id"])
+        hold_deletes(ws, release, deletes)
+
+        replacing = m.INSERT_TEXT.with_defaults({"text": ZEBRA, "title": "report.txt"})
+        with anyio.fail_after(10):
+            answered = await insert_text(arriving(ctx), replacing)
+        assert answered["document_id"] == first["document_id"] and answered["action"] == "replaced"
+        assert answered["status"] == "pending" and deletes == [first["document_id"]]
+        assert answered["message"].startswith("'report.txt' is queued to replace its previous version, which is being "
+                                              "deleted first"), answered["message"]
+        assert ws.deletes.pending() == [first["document_id"]]  # a stopped worker finishes it (next test)
+        assert (await ws.status_row(first["document_id"]) or {})["content_summary"].startswith("The ZEBRA")
+
+        other = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": VISIT, "title": "visit.txt"}))
+        assert other["action"] == "indexed"  # not held up by the replacement's delete
+        with anyio.fail_after(60):
+            while ((await ws.status_row(other["document_id"])) or {}).get("status") != "processed":
+                await anyio.sleep(0.1)
+        assert ((await ws.status_row(first["document_id"])) or {}).get("status") == "pending"
+
+        release.set()
+        with anyio.fail_after(90):
+            while ((await ws.status_row(first["document_id"])) or {}).get("status") != "processed":
+                await anyio.sleep(0.1)
+        text = await document_text(ws, first["document_id"])
+        assert "ZEBRA-7741" in text and "QUASAR" not in text and not ws.deletes.pending()
+        record = await ws.catalog.get(first["document_id"]) or {}
+        assert record["filename"] == "report.txt" and record["track_id"] == answered["track_id"]
+
+
+async def test_a_replacement_cut_short_by_a_stopped_worker_is_finished_when_the_workspace_reopens(tmp_path: Path) -> None:
+    """A worker stopped while the old version waited to be deleted (here: nothing ever started
+    the delete) leaves the delete written down and the new version queued: the next opening
+    answers at once, deletes the old version in the background and indexes the new one."""
+    from rag_worker.handlers.documents import list_documents
+    from rag_worker.handlers.ingest import insert_text
+    from rag_worker.operations.reading import document_text
+
+    async with in_process_worker(tmp_path, "replace_reopen_test", wait_seconds="0.5") as ctx:
+        first = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "report.txt"}))
+        ws = await ctx.state.engines.get(ctx.workspace)
+        with anyio.fail_after(60):
+            while ((await ws.status_row(first["document_id"])) or {}).get("status") != "processed":
+                await anyio.sleep(0.1)
+        ctx.state.engines.start_processing = lambda _: None  # the worker stops before its background work starts
+        answered = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": ZEBRA, "title": "report.txt"}))
+        assert answered["action"] == "replaced" and answered["status"] == "pending"
+
+    async with in_process_worker(tmp_path, "replace_reopen_test", wait_seconds="1") as ctx:
+        with anyio.fail_after(10):
+            listed = await list_documents(arriving(ctx), m.LIST_DOCUMENTS.with_defaults({}))
+        assert [doc["filename"] for doc in listed["documents"]] == ["report.txt"]
+        ws = await ctx.state.engines.get(ctx.workspace)
+        with anyio.fail_after(90):
+            while ((await ws.status_row(first["document_id"])) or {}).get("status") != "processed":
+                await anyio.sleep(0.1)
+        text = await document_text(ws, first["document_id"])
+        assert "ZEBRA-7741" in text and "QUASAR" not in text and not ws.deletes.pending()
+        assert not list((tmp_path / "replace_reopen_test" / "intake").glob("*.json"))
+        record = await ws.catalog.get(first["document_id"]) or {}
+        assert record["track_id"] == answered["track_id"]
