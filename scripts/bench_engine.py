@@ -183,7 +183,28 @@ async def whole_store_ms(client: BenchClient) -> dict[str, float]:
     while not (await client.call("lightrag_delete_documents", {"document_ids": [victim]})).is_error:  # DOCUMENT_NOT_FOUND
         await anyio.sleep(0.5)
     figures["cascade_delete"] = round((time.perf_counter() - sent) * 1000, 1)
+    figures.update(await replacement_ms(client))
     return figures
+
+
+async def replacement_ms(client: BenchClient) -> dict[str, float]:
+    """New text under the first listed document's name: until the call answers, and until the new
+    version is indexed (the old one's cascade delete runs first, in the background)."""
+    listed = await client.call("lightrag_list_documents", {"limit": 1, "sort_order": "asc"})
+    name = (listed.structured_content or {})["documents"][0]["filename"]
+    text = f"Revised {name}: the Nimbus Scheduler now runs on the Orion cluster, maintained by Dana Whitfield."
+    sent = time.perf_counter()
+    result = await client.call("lightrag_insert_text", {"text": text, "title": name})
+    answered = round((time.perf_counter() - sent) * 1000, 1)
+    assert not result.is_error and (result.structured_content or {}).get("action") == "replaced", result.content
+    track_id = (result.structured_content or {})["track_id"]
+    while True:
+        status = await client.call("lightrag_get_status", {"track_id": track_id})
+        documents = (status.structured_content or {}).get("documents") or [{}]
+        if documents[0].get("status") in {"processed", "failed"}:
+            break
+        await anyio.sleep(0.5)
+    return {"replace_answer": answered, "replace_indexed": round((time.perf_counter() - sent) * 1000, 1)}
 
 
 async def start_to_first_query(run: Run) -> dict[str, float]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 
+from rag_worker.embedded.embedding_lanes import release_freed_memory
 from rag_worker.storage.intake import hand_over
 from rag_worker.storage.outage_retry import requeue_storage_failures
 from rag_worker.storage.removal import remove_from_lightrag
@@ -111,6 +112,7 @@ class Indexing:
             finally:
                 entry.intake.removing = False
                 entry.last_used = time.monotonic()
+            await anyio.to_thread.run_sync(release_freed_memory)  # the rebuild's heap (as after a delete call's run)
             for doc_id, count in failures.items():
                 if count > REMOVAL_RETRIES and doc_id in entry.intake.awaiting_removal:
                     log.error("workspace %s: the old version of %s is not deleted; its new version waits for the next opening", entry.name, doc_id)

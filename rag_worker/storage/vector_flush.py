@@ -106,6 +106,24 @@ def _vectors_without_waiting(
     return get_vectors_by_ids
 
 
+async def chunk_similarities(storage: Any, ids: list[str], question: np.ndarray) -> dict[str, float]:
+    """Each of `ids`' cosine similarity to `question` (a question's committed rows): computed by
+    the store where it can (`Buffer.similarities`), else from the vectors it returns, in one
+    matrix product.  Rows without a vector are left out."""
+    buffer = BUFFERS.get(type(storage).__name__)
+    if _QUESTION.get() and buffer is not None and buffer.similarities is not None:
+        return await buffer.similarities(storage, ids, question)
+    vectors = await storage.get_vectors_by_ids(ids) or {}
+    if not vectors:
+        return {}
+    found = list(vectors)
+    matrix = np.asarray([vectors[key] for key in found], dtype=np.float32)
+    query = np.asarray(question, dtype=np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = matrix @ query / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query))
+    return {str(key): float(value) if np.isfinite(value) else 0.0 for key, value in zip(found, values, strict=True)}
+
+
 def _unembedded(row: Any) -> bool:
     return row is not None and row.vector is None
 

@@ -1,5 +1,6 @@
-"""The fast merge of chunk ids LightRAG's indexing uses (`rag_worker.storage.hot_paths`): the
-same list as LightRAG's own `merge_source_ids` for every input, plain ids or not."""
+"""LightRAG's hot paths made cheaper (`rag_worker.storage.hot_paths`): the fast merge of chunk
+ids gives the same list as LightRAG's own `merge_source_ids` for every input, plain ids or not;
+the one-pass chunk ranking picks what LightRAG's own `pick_by_vector_similarity` picks."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import_lightrag()  # installs the fast merge (idempotent), as the worker does at
 from lightrag import operate, utils  # noqa: E402
 from lightrag.constants import GRAPH_FIELD_SEP  # noqa: E402
 
-from rag_worker.storage.hot_paths import fast_merge  # noqa: E402
+from rag_worker.storage.hot_paths import REPLACED, fast_merge, pick_in_one_pass  # noqa: E402
 
 ORIGINAL = utils.split_string_by_multi_markers  # untouched: the reference splits with it
 
@@ -80,3 +81,54 @@ def test_long_texts_are_computed_not_kept() -> None:
     before = normalize.names_kept.cache_info().currsize  # type: ignore[attr-defined]
     assert normalize(description) == normalize.names_kept.__wrapped__(description)  # type: ignore[attr-defined]
     assert normalize.names_kept.cache_info().currsize == before  # type: ignore[attr-defined]
+
+
+class VectorStore:
+    """A chunk store as LightRAG's picking reads it: `get_vectors_by_ids` (missing ids left out)."""
+
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        self.vectors = vectors
+
+    async def get_vectors_by_ids(self, ids: list[str]) -> dict[str, list[float]]:
+        return {chunk_id: self.vectors[chunk_id] for chunk_id in ids if chunk_id in self.vectors}
+
+
+async def never_embeds(*_: Any, **__: Any) -> Any:
+    raise AssertionError("the question's vector was given")
+
+
+VECTOR = st.lists(st.sampled_from([-2.0, -1.0, -0.5, 0.0, 0.25, 1.0, 3.0]), min_size=4, max_size=4)
+
+
+CHUNK = st.sampled_from([f"c{n}" for n in range(12)])
+
+
+@given(
+    st.dictionaries(CHUNK, VECTOR, min_size=9),  # most candidates have a vector, some do not
+    st.lists(st.lists(CHUNK, max_size=8), max_size=4),
+    VECTOR,
+    st.integers(min_value=-1, max_value=15),
+)
+def test_the_one_pass_ranking_picks_what_lightrag_picks(
+    vectors: dict[str, list[float]], entities: list[list[str]], question: list[float], wanted: int
+) -> None:
+    """Any vectors (zero ones included), candidates with and without one, any number asked for:
+    the same similarities picked, best first; [] where LightRAG gives []."""
+    import anyio
+    import numpy as np
+
+    store = VectorStore(vectors)
+    info = [{"sorted_chunks": chunk_ids} for chunk_ids in entities]
+    arguments = ("q", None, store, wanted, info, never_embeds, np.asarray(question, dtype=np.float32))
+    ours = anyio.run(pick_in_one_pass, *arguments)
+    theirs = anyio.run(REPLACED["pick_by_vector_similarity"], *arguments)
+
+    def similarity(chunk_id: str) -> float:
+        return float(utils.cosine_similarity(np.asarray(question, dtype=np.float32), np.asarray(vectors[chunk_id], dtype=np.float32)))
+
+    assert len(ours) == len(theirs)
+    assert np.allclose([similarity(c) for c in ours], [similarity(c) for c in theirs], atol=1e-6)  # ties in any order
+
+
+def test_lightrags_question_path_uses_the_one_pass_ranking() -> None:
+    assert operate.pick_by_vector_similarity is pick_in_one_pass is utils.pick_by_vector_similarity

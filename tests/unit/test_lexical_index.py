@@ -60,6 +60,20 @@ def test_words_in_most_entries_are_not_searched(index: Fts5LexicalIndex) -> None
     assert identifiers == [] and words == []
 
 
+def test_what_is_common_follows_every_write_to_the_index(index: Fts5LexicalIndex) -> None:
+    """The entries a search weighs terms by are kept between writes: each write counts again."""
+    assert first(index, "Brenner") == "r3"  # 1 of 5
+    index.add([Entry("passage", f"b{n}", "Brenner again") for n in range(2)])
+    assert first(index, "Brenner") is None  # 3 of 7: common now
+    index.remove("passage", ["b0", "b1"])
+    assert first(index, "Brenner") == "r3"
+    index.add([Entry("passage", f"x{n}", "filler") for n in range(20)])
+    index.add([Entry("passage", f"b{n}", "Brenner again") for n in range(2)])
+    assert first(index, "Brenner") is not None  # 3 of 27
+    index.clear()
+    assert first(index, "Brenner") is None
+
+
 @pytest.mark.parametrize("question", [
     'part "PX-4471-KQ" OR NEAR(a b) AND NOT x*', "col:value ^start", '""" unbalanced (', "-- ; DROP TABLE entries",
     "{name body}: technician", "",

@@ -143,3 +143,26 @@ async def test_a_question_reads_the_engines_chunk_vectors_as_float32_arrays_equa
     assert set(fast) == set(own) == {"chunk-0", "chunk-1", "chunk-2"}
     assert all(isinstance(vector, np.ndarray) and vector.dtype == np.float32 for vector in fast.values())
     assert all(np.allclose(fast[key], np.asarray(own[key], dtype=np.float32)) for key in own)
+
+
+async def test_a_questions_chunk_similarities_are_computed_by_the_engine_as_lightrag_computes_them(rag: Any) -> None:
+    """pgvector's cosine in the server (`vector_buffers._pg_similarities`) against LightRAG's own
+    per-vector one: equal, a row still being indexed and an unknown id left out, a zero vector 0.0."""
+    from lightrag.utils import cosine_similarity
+
+    from rag_worker.storage.vector_flush import chunk_similarities
+
+    store = rag.chunks_vdb
+    rows = {f"chunk-{n}": {"content": f"chunk text {n} " * n, "full_doc_id": "d", "tokens": 3, "chunk_order_index": n,
+                           "file_path": "f"} for n in range(6)}
+    await store.upsert(rows)
+    await store.index_done_callback()
+    await store.upsert({"chunk-new": {**rows["chunk-1"], "content": "still indexing"}})
+    stored = await store.get_vectors_by_ids(list(rows))
+    question = np.asarray(stored["chunk-2"], dtype=np.float32) + 0.1
+    with reading_committed_state():
+        similarity = await chunk_similarities(store, [*rows, "chunk-new", "missing"], question)
+        assert await chunk_similarities(store, ["chunk-0"], np.zeros(8, dtype=np.float32)) == {"chunk-0": 0.0}
+    assert set(similarity) == set(rows)
+    expected = {key: cosine_similarity(question, np.asarray(vector, dtype=np.float32)) for key, vector in stored.items()}
+    assert all(abs(similarity[key] - expected[key]) < 1e-5 for key in rows), (similarity, expected)
