@@ -1,4 +1,4 @@
-"""Three of LightRAG 1.5.7's hot paths at thousands of documents, made cheaper with the same results.
+"""Four of LightRAG 1.5.7's hot paths at thousands of documents, made cheaper with the same results.
 
 **Merging an entity's chunk ids without a regular-expression split per id.**  LightRAG keeps every chunk id that names an entity or relation (`entity_chunks`,
 `relation_chunks`), and each merge of new extractions into one of them calls
@@ -23,6 +23,15 @@ entity names recur throughout; :func:`normalize_names_once` keeps the results fo
 (names, types, keywords) in a bounded cache.  The function is pure (its text and a flag in, a
 string out), so a kept result is the one it would compute; descriptions, mostly unique, are
 computed as before.
+
+**Checking an extraction record's delimiters with no regular expression when they are sound.**
+Every record of every chunk's extraction (at indexing, and again for every chunk naming a shared
+entity when a delete rebuilds it) goes through `fix_tuple_delimiter_corruption`: thirteen
+`re.sub` calls repairing mangled `<|#|>` separators.  Each pattern needs a `<`, `|` or `>` that
+is not part of a sound separator (or matches a sound one and puts it back): a record with none
+left once its separators are taken out is returned as it is by :func:`sound_records_kept`,
+without the thirteen scans; any other record goes to LightRAG's function.  In the profile of
+indexing at 5,300 documents the function held 623 of 6,179 busy event-loop samples.
 
 **Ranking a question's candidate chunks in one pass.**  In the graph modes LightRAG picks the
 passages of the entities and relations it found by their similarity to the question
@@ -51,6 +60,10 @@ REPLACED: dict[str, Callable[..., Any]] = {}
 
 MergeIds = Callable[[Iterable[str] | None, Iterable[str] | None], list[str]]
 Normalize = Callable[..., str]
+FixRecord = Callable[[str, str, str], str]
+
+#: What every repair pattern of `fix_tuple_delimiter_corruption` needs outside a sound delimiter.
+_DELIMITER_MARKS = frozenset("<|>")
 
 #: Texts up to this long are names, types or keywords: their normalized form is kept.
 NAME_CHARS = 120
@@ -77,6 +90,25 @@ def fast_merge(original: MergeIds, separator: str) -> MergeIds:
         return merged
 
     return merge_source_ids
+
+
+def sound_records_kept(original: FixRecord) -> FixRecord:
+    """`original` (LightRAG's `fix_tuple_delimiter_corruption`), a record whose delimiters are all
+    sound returned at once."""
+
+    def fix_tuple_delimiter_corruption(record: str, delimiter_core: str, tuple_delimiter: str) -> str:
+        if (
+            type(record) is str
+            and delimiter_core
+            and tuple_delimiter == f"<|{delimiter_core}|>"
+            and not _DELIMITER_MARKS.intersection(delimiter_core)
+        ):
+            rest = record.replace(tuple_delimiter, "")
+            if not _DELIMITER_MARKS.intersection(rest):
+                return record
+        return original(record, delimiter_core, tuple_delimiter)
+
+    return fix_tuple_delimiter_corruption
 
 
 def normalize_names_once(original: Normalize) -> Normalize:
@@ -127,7 +159,8 @@ async def pick_in_one_pass(
 
 
 def use_cheaper_hot_paths() -> None:
-    """Give LightRAG the fast merge, the kept names and the one-pass chunk ranking (idempotent)."""
+    """Give LightRAG the fast merge, the kept names, the sound records kept and the one-pass chunk
+    ranking (idempotent)."""
     import lightrag.operate
     import lightrag.utils
     from lightrag.constants import GRAPH_FIELD_SEP
@@ -139,6 +172,10 @@ def use_cheaper_hot_paths() -> None:
     lightrag.operate.merge_source_ids = merged  # imported by name there
     # `sanitize_and_normalize_extracted_text`, its one caller, finds it in lightrag.utils at each call.
     lightrag.utils.normalize_extracted_info = normalize_names_once(lightrag.utils.normalize_extracted_info)
+    REPLACED["fix_tuple_delimiter_corruption"] = lightrag.utils.fix_tuple_delimiter_corruption
+    kept_sound = sound_records_kept(lightrag.utils.fix_tuple_delimiter_corruption)
+    lightrag.utils.fix_tuple_delimiter_corruption = kept_sound
+    lightrag.operate.fix_tuple_delimiter_corruption = kept_sound  # imported by name there
     REPLACED["pick_by_vector_similarity"] = lightrag.utils.pick_by_vector_similarity
     lightrag.utils.pick_by_vector_similarity = pick_in_one_pass
     lightrag.operate.pick_by_vector_similarity = pick_in_one_pass  # imported by name there

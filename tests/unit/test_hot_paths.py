@@ -1,12 +1,13 @@
 """LightRAG's hot paths made cheaper (`rag_worker.storage.hot_paths`): the fast merge of chunk
 ids gives the same list as LightRAG's own `merge_source_ids` for every input, plain ids or not;
-the one-pass chunk ranking picks what LightRAG's own `pick_by_vector_similarity` picks."""
+the delimiter check returns what LightRAG's `fix_tuple_delimiter_corruption` returns for any
+record; the one-pass chunk ranking picks what LightRAG's own `pick_by_vector_similarity` picks."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rag_worker.storage.lightrag_setup import import_lightrag
@@ -132,3 +133,25 @@ def test_the_one_pass_ranking_picks_what_lightrag_picks(
 
 def test_lightrags_question_path_uses_the_one_pass_ranking() -> None:
     assert operate.pick_by_vector_similarity is pick_in_one_pass is utils.pick_by_vector_similarity
+
+
+RECORD_PARTS = st.sampled_from(["<|#|>", "<|S|>", "<", "|", ">", "#", "S", "s", "\\", ":", " ", "a", "entity", "Nimbus"])
+DELIMITERS = st.sampled_from([("#", "<|#|>"), ("S", "<|S|>"), ("s", "<|S|>"), ("|", "<|||>"), ("", "<||>")])
+
+
+@settings(max_examples=1000)
+@given(st.lists(RECORD_PARTS, max_size=14).map("".join), DELIMITERS)
+@example("entity<|#|>Nimbus<|#|>a>b", ("#", "<|#|>"))  # a '>' of a mangled delimiter: <|#|>> -> <|#|>
+@example("a<|#|>|b", ("#", "<|#|>"))
+@example("name<||type", ("#", "<|#|>"))
+@example("a <|> b<X|#|Y>c", ("#", "<|#|>"))
+def test_the_delimiter_check_returns_lightrags_record_for_any_record(record: str, delimiters: tuple[str, str]) -> None:
+    """Sound, mangled or odd delimiters, a core LightRAG lower-cased: the same record back."""
+    core, tuple_delimiter = delimiters
+    assert utils.fix_tuple_delimiter_corruption(record, core, tuple_delimiter) == REPLACED[
+        "fix_tuple_delimiter_corruption"](record, core, tuple_delimiter)
+
+
+def test_lightrags_extraction_uses_the_delimiter_check() -> None:
+    assert operate.fix_tuple_delimiter_corruption is utils.fix_tuple_delimiter_corruption
+    assert operate.fix_tuple_delimiter_corruption.__module__ == fast_merge.__module__
