@@ -33,7 +33,7 @@ SERVER_USER = "pgserver"  # the user the library runs PostgreSQL as when the ser
 #: POSTGRES_MAX_CONNECTIONS + a lock connection), no TCP, and at most 256 MB of write-ahead log
 #: between checkpoints (PostgreSQL's default of 1 GB made the log half of a 1,000-document
 #: knowledge base's disk).
-SERVER_SETTINGS = {"max_connections": "600", "listen_addresses": "''", "max_wal_size": "256MB", "min_wal_size": "64MB"}
+SERVER_SETTINGS = {"max_connections": "1000", "listen_addresses": "''", "max_wal_size": "256MB", "min_wal_size": "64MB"}
 CONF_MARK = "# lightrag-mcp embedded engine"
 
 
