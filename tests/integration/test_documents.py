@@ -310,6 +310,13 @@ def hold_deletes(ws: Any, release: anyio.Event, started: list[str]) -> None:
     ws.rag.adelete_by_doc_id = held_delete
 
 
+async def until_processed(ws: Any, doc_id: str, within: float) -> None:
+    """Return once the document is indexed (its status row says processed); fail after `within` s."""
+    with anyio.fail_after(within):
+        while ((await ws.status_row(doc_id)) or {}).get("status") != "processed":
+            await anyio.sleep(0.1)
+
+
 def arriving(ctx: Any) -> Any:
     """`ctx` as a call arriving now (a handler's waits are budgeted from a call's arrival)."""
     return dataclasses.replace(ctx, arrived=time.monotonic())
@@ -455,9 +462,7 @@ async def test_a_replacing_upload_answers_while_its_old_version_is_deleted_in_th
     async with in_process_worker(tmp_path, "replace_background_test", wait_seconds="1") as ctx:
         first = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "report.txt"}))
         ws = await ctx.state.engines.get(ctx.workspace)
-        with anyio.fail_after(60):
-            while ((await ws.status_row(first["document_id"])) or {}).get("status") != "processed":
-                await anyio.sleep(0.1)
+        await until_processed(ws, first["document_id"], within=60)
         hold_deletes(ws, release, deletes)
 
         replacing = m.INSERT_TEXT.with_defaults({"text": ZEBRA, "title": "report.txt"})
@@ -472,15 +477,11 @@ async def test_a_replacing_upload_answers_while_its_old_version_is_deleted_in_th
 
         other = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": VISIT, "title": "visit.txt"}))
         assert other["action"] == "indexed"  # not held up by the replacement's delete
-        with anyio.fail_after(60):
-            while ((await ws.status_row(other["document_id"])) or {}).get("status") != "processed":
-                await anyio.sleep(0.1)
+        await until_processed(ws, other["document_id"], within=60)
         assert ((await ws.status_row(first["document_id"])) or {}).get("status") == "pending"
 
         release.set()
-        with anyio.fail_after(90):
-            while ((await ws.status_row(first["document_id"])) or {}).get("status") != "processed":
-                await anyio.sleep(0.1)
+        await until_processed(ws, first["document_id"], within=90)
         text = await document_text(ws, first["document_id"])
         assert "ZEBRA-7741" in text and "QUASAR" not in text and not ws.deletes.pending()
         record = await ws.catalog.get(first["document_id"]) or {}
@@ -498,9 +499,7 @@ async def test_a_replacement_cut_short_by_a_stopped_worker_is_finished_when_the_
     async with in_process_worker(tmp_path, "replace_reopen_test", wait_seconds="0.5") as ctx:
         first = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "report.txt"}))
         ws = await ctx.state.engines.get(ctx.workspace)
-        with anyio.fail_after(60):
-            while ((await ws.status_row(first["document_id"])) or {}).get("status") != "processed":
-                await anyio.sleep(0.1)
+        await until_processed(ws, first["document_id"], within=60)
         ctx.state.engines.start_processing = lambda _: None  # the worker stops before its background work starts
         answered = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": ZEBRA, "title": "report.txt"}))
         assert answered["action"] == "replaced" and answered["status"] == "pending"
@@ -510,9 +509,7 @@ async def test_a_replacement_cut_short_by_a_stopped_worker_is_finished_when_the_
             listed = await list_documents(arriving(ctx), m.LIST_DOCUMENTS.with_defaults({}))
         assert [doc["filename"] for doc in listed["documents"]] == ["report.txt"]
         ws = await ctx.state.engines.get(ctx.workspace)
-        with anyio.fail_after(90):
-            while ((await ws.status_row(first["document_id"])) or {}).get("status") != "processed":
-                await anyio.sleep(0.1)
+        await until_processed(ws, first["document_id"], within=90)
         text = await document_text(ws, first["document_id"])
         assert "ZEBRA-7741" in text and "QUASAR" not in text and not ws.deletes.pending()
         assert not list((tmp_path / "replace_reopen_test" / "intake").glob("*.json"))
