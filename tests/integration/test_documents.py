@@ -488,6 +488,34 @@ async def test_a_replacing_upload_answers_while_its_old_version_is_deleted_in_th
         assert record["filename"] == "report.txt" and record["track_id"] == answered["track_id"]
 
 
+async def test_a_document_deleted_while_its_new_version_waits_goes_with_both_versions(tmp_path: Path) -> None:
+    """"Delete it" right after a replacing upload (the old version's delete held): the delete
+    answers at once, the queued new version is dropped, and once the old version is gone nothing
+    of the document is left: no status row, no record, no queued file, nothing written down."""
+    from rag_worker.handlers.documents import delete_documents
+    from rag_worker.handlers.ingest import insert_text
+
+    release, deletes = anyio.Event(), []
+    async with in_process_worker(tmp_path, "replace_then_delete_test", wait_seconds="1") as ctx:
+        first = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "report.txt"}))
+        ws = await ctx.state.engines.get(ctx.workspace)
+        await until_processed(ws, first["document_id"], within=60)
+        hold_deletes(ws, release, deletes)
+        await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": ZEBRA, "title": "report.txt"}))
+
+        with anyio.fail_after(10):
+            answered = await delete_documents(arriving(ctx), m.DELETE_DOCUMENTS.with_defaults({"document_ids": ["report.txt"]}))
+        assert answered["deleted_documents"] == [first["document_id"]] and answered["failed_deletions"] == []
+        assert ws.intake.get(first["document_id"]) is None
+
+        release.set()
+        with anyio.fail_after(60):
+            while await ws.status_row(first["document_id"]) is not None or ws.intake.removing:
+                await anyio.sleep(0.1)
+        assert await ws.catalog.get(first["document_id"]) is None and not ws.deletes.pending()
+        assert not list((tmp_path / "replace_then_delete_test" / "intake").glob("*.json"))
+
+
 async def test_a_replacement_cut_short_by_a_stopped_worker_is_finished_when_the_workspace_reopens(tmp_path: Path) -> None:
     """A worker stopped while the old version waited to be deleted (here: nothing ever started
     the delete) leaves the delete written down and the new version queued: the next opening
