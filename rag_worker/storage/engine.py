@@ -166,9 +166,10 @@ class EngineRegistry:
                 self._readers.retire(workspace)  # a write: this process's read-only copy gives way to the writer
                 entry = await self._open_workspace(workspace)
                 await recover(entry)
+                await self._finish_interrupted_deletes(entry)
                 self._open[workspace] = entry
                 entry.lease_to_current_task()  # before the next await: nothing closes it under us
-                self._finish_interrupted_deletes(entry)
+                self._indexing.remove_previous_versions(entry)
                 await self._indexing.resume_unfinished(entry)
             entry.lease_to_current_task()
             return entry
@@ -255,27 +256,16 @@ class EngineRegistry:
                 await announce(0, "opened")
         return rag, catalog
 
-    def _finish_interrupted_deletes(self, entry: Workspace) -> None:
-        """Durability: deletes a previous worker started are finished, in the background (one
-        takes a minute at 5,000 documents): an old version a queued one waits for by the remover,
-        the others under the ingest lock, listed as being deleted meanwhile."""
-        pending = [doc_id for doc_id in entry.deletes.pending() if doc_id not in entry.intake.awaiting_removal]
-        self._indexing.remove_previous_versions(entry)
-        if not pending:
-            return
-        entry.indexing_runs += 1  # the workspace stays open until they are finished
-
-        async def finish() -> None:
+    async def _finish_interrupted_deletes(self, entry: Workspace) -> None:
+        """Durability: deletes a previous worker started are finished before anything reads (a
+        listed document is whole).  The old version a queued new one waits for is the exception:
+        the remover deletes it in the background, the new version listed meanwhile."""
+        if entry.deletes.pending():
             try:
-                await finish_interrupted_deletes(entry, pending)
-            except Exception:  # the journal keeps the ids for the next opening
+                async with entry.ingest_lock:
+                    await finish_interrupted_deletes(entry)
+            except Exception:  # the workspace still opens; the journal keeps the ids for the next opening
                 log.exception("workspace %s: finishing interrupted deletes failed", entry.name)
-            finally:
-                entry.indexing_runs -= 1
-                entry.last_used = time.monotonic()
-            self._indexing.start(entry)
-
-        self._spawn(finish)
 
     def start_processing(self, entry: Workspace) -> None:
         """Hand what the intake queue holds to LightRAG and keep its pipeline running (`Indexing.start`),

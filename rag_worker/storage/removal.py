@@ -6,8 +6,8 @@ the id into the workspace's delete journal before LightRAG starts, retries while
 is busy and drops our catalog record.  `remove_from_lightrag` is its LightRAG half, also what
 deletes the old version of a replaced document (whose new version waits in the intake queue
 and keeps its record).
-`finish_interrupted_deletes` finishes, in the background of an opened workspace, the deletes
-a stopped worker left written down (it holds the ingest lock: uploads wait, reads go on).
+`finish_interrupted_deletes` runs when a workspace opens (`EngineRegistry.get`), before any
+call reads it, for the ids a killed worker left written down.
 """
 
 from __future__ import annotations
@@ -19,13 +19,12 @@ from dataclasses import dataclass
 
 import anyio
 
-from rag_worker.storage.catalog import name_from_file_path
 from rag_worker.storage.workspace import Workspace
 
 log = logging.getLogger("rag_worker.storage.removal")
 
 RETRY_POLL_SECONDS = 0.5  # between tries while LightRAG's pipeline is busy
-REOPEN_WAIT_SECONDS = 3600.0  # how long an interrupted delete may wait for indexing (resumed at open) to end
+REOPEN_WAIT_SECONDS = 30.0  # how long an interrupted delete may wait for the pipeline at open
 
 WaitReport = Callable[[str], Awaitable[None]]
 
@@ -81,24 +80,15 @@ async def remove_from_lightrag(
         await anyio.sleep(RETRY_POLL_SECONDS)
 
 
-async def finish_interrupted_deletes(ws: Workspace, doc_ids: list[str]) -> None:
-    """Finish the deletes a stopped worker left in the workspace's journal (documents with no
-    new version queued), in the background of the opened workspace, under its ingest lock: they
-    are listed as being deleted (`ws.deleting`) until each ends."""
-    async with ws.ingest_lock:
-        doc_ids = [doc_id for doc_id in doc_ids if doc_id not in ws.intake.awaiting_removal]  # replaced meanwhile
-        for doc_id in doc_ids:
-            row = await ws.status_row(doc_id) or {}
-            ws.deleting[doc_id] = name_from_file_path(str(row.get("file_path") or "")) or doc_id
-        for doc_id in doc_ids:
-            try:
-                removed = await remove_document(ws, doc_id, deadline=time.monotonic() + REOPEN_WAIT_SECONDS)
-            finally:
-                ws.deleting.pop(doc_id, None)
-            if removed.status in {"success", "not_found"}:
-                log.info("workspace %s: finished the interrupted delete of %s", ws.name, doc_id)
-            else:
-                log.error(
-                    "workspace %s: the interrupted delete of %s did not finish (%s): %s",
-                    ws.name, doc_id, removed.status, removed.message,
-                )
+async def finish_interrupted_deletes(ws: Workspace) -> None:
+    """Finish the deletes a killed worker left in the workspace's journal (at open, under
+    `ws.ingest_lock`, before any call reads the workspace); an old version a queued new one waits
+    for (`IntakeQueue.awaiting_removal`) is the remover's."""
+    for doc_id in ws.deletes.pending():
+        if doc_id in ws.intake.awaiting_removal:
+            continue
+        removed = await remove_document(ws, doc_id, deadline=time.monotonic() + REOPEN_WAIT_SECONDS)
+        if removed.status in {"success", "not_found"}:
+            log.info("workspace %s: finished the interrupted delete of %s", ws.name, doc_id)
+        else:
+            log.error("workspace %s: the interrupted delete of %s did not finish (%s): %s", ws.name, doc_id, removed.status, removed.message)
