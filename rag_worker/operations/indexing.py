@@ -206,8 +206,8 @@ def _same_file(record: dict[str, Any], source_sha256: str | None, content_hash: 
 
 async def _lookups(ws: Workspace, doc_id: str, content_hash: str) -> tuple[dict[str, Any] | None, bool]:
     """The document's status row, and whether another document has its text: at once, as two
-    storage reads cost one wait instead of two (each waited 2-100 ms for the event loop while
-    LightRAG indexed at 5,600 documents: most of what an upload took then)."""
+    storage reads cost one wait instead of two (each waited 2-100 ms for a pool connection and
+    the event loop while LightRAG indexed at 5,800 documents: most of what an upload took then)."""
     row: dict[str, Any] | None = None
     taken = False
 
