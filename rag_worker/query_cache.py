@@ -70,14 +70,16 @@ def remembered_vector(embedding_func: Any, text: str) -> np.ndarray | None:
 
 
 def cosines(question: Any, vectors: dict[str, Any]) -> dict[str, float]:
-    """Each vector's cosine similarity to `question` (the figure NanoVectorDB's search reports)."""
+    """Each vector's cosine similarity to `question` (the figure NanoVectorDB's search reports),
+    in one matrix product; a zero or non-finite one gives 0.0, as `lightrag.utils.cosine_similarity`."""
     if not vectors:
         return {}
     ids = list(vectors)
     matrix = np.asarray([vectors[key] for key in ids], dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(question)) or 1.0)
-    values = matrix @ np.asarray(question, dtype=np.float32) / np.where(norms > 0, norms, 1.0)
-    return {str(key): float(value) for key, value in zip(ids, values, strict=True)}
+    with np.errstate(invalid="ignore", over="ignore"):
+        values = matrix @ np.asarray(question, dtype=np.float32) / np.where(norms > 0, norms, 1.0)
+    return {str(key): float(value) if np.isfinite(value) else 0.0 for key, value in zip(ids, values, strict=True)}
 
 
 @dataclass

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from rag_worker.query_cache import cosines
 from rag_worker.storage.vector_buffers import BUFFERS, Buffer
 
 log = logging.getLogger(__name__)
@@ -113,15 +114,7 @@ async def chunk_similarities(storage: Any, ids: list[str], question: np.ndarray)
     buffer = BUFFERS.get(type(storage).__name__)
     if _QUESTION.get() and buffer is not None and buffer.similarities is not None:
         return await buffer.similarities(storage, ids, question)
-    vectors = await storage.get_vectors_by_ids(ids) or {}
-    if not vectors:
-        return {}
-    found = list(vectors)
-    matrix = np.asarray([vectors[key] for key in found], dtype=np.float32)
-    query = np.asarray(question, dtype=np.float32)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        values = matrix @ query / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query))
-    return {str(key): float(value) if np.isfinite(value) else 0.0 for key, value in zip(found, values, strict=True)}
+    return cosines(question, await storage.get_vectors_by_ids(ids) or {})
 
 
 def _unembedded(row: Any) -> bool:

@@ -310,6 +310,16 @@ def hold_deletes(ws: Any, release: anyio.Event, started: list[str]) -> None:
     ws.rag.adelete_by_doc_id = held_delete
 
 
+async def indexed_report(ctx: Any) -> tuple[Any, dict[str, Any]]:
+    """The workspace, and REACTOR uploaded as 'report.txt' once it is indexed (what a replacement replaces)."""
+    from rag_worker.handlers.ingest import insert_text
+
+    first = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "report.txt"}))
+    ws = await ctx.state.engines.get(ctx.workspace)
+    await until_processed(ws, first["document_id"], within=60)
+    return ws, first
+
+
 async def until_processed(ws: Any, doc_id: str, within: float) -> None:
     """Return once the document is indexed (its status row says processed); fail after `within` s."""
     with anyio.fail_after(within):
@@ -459,9 +469,7 @@ async def test_a_replacing_upload_answers_while_its_old_version_is_deleted_in_th
 
     release, deletes = anyio.Event(), []
     async with in_process_worker(tmp_path, "replace_background_test", wait_seconds="1") as ctx:
-        first = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "report.txt"}))
-        ws = await ctx.state.engines.get(ctx.workspace)
-        await until_processed(ws, first["document_id"], within=60)
+        ws, first = await indexed_report(ctx)
         hold_deletes(ws, release, deletes)
 
         replacing = m.INSERT_TEXT.with_defaults({"text": ZEBRA, "title": "report.txt"})
@@ -496,9 +504,7 @@ async def test_a_document_deleted_while_its_new_version_waits_goes_with_both_ver
 
     release, deletes = anyio.Event(), []
     async with in_process_worker(tmp_path, "replace_then_delete_test", wait_seconds="1") as ctx:
-        first = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "report.txt"}))
-        ws = await ctx.state.engines.get(ctx.workspace)
-        await until_processed(ws, first["document_id"], within=60)
+        ws, first = await indexed_report(ctx)
         hold_deletes(ws, release, deletes)
         await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": ZEBRA, "title": "report.txt"}))
 
@@ -524,9 +530,7 @@ async def test_a_replacement_cut_short_by_a_stopped_worker_is_finished_when_the_
     from rag_worker.operations.reading import document_text
 
     async with in_process_worker(tmp_path, "replace_reopen_test", wait_seconds="0.5") as ctx:
-        first = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "report.txt"}))
-        ws = await ctx.state.engines.get(ctx.workspace)
-        await until_processed(ws, first["document_id"], within=60)
+        ws, first = await indexed_report(ctx)
         ctx.state.engines.start_processing = lambda _: None  # the worker stops before its background work starts
         answered = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": ZEBRA, "title": "report.txt"}))
         assert answered["action"] == "replaced" and answered["status"] == "pending"
