@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 
 from rag_worker.embedded.embedding_lanes import release_freed_memory
+from rag_worker.storage.catalog import status_counts
 from rag_worker.storage.intake import hand_over
 from rag_worker.storage.outage_retry import requeue_storage_failures
 from rag_worker.storage.removal import remove_from_lightrag
@@ -31,6 +32,10 @@ HANDOVER_RETRIES = 5
 #: A previous version whose delete stopped part-way (its storage went away) is tried again after 5, 10 s.
 REMOVAL_RETRY_S = 5.0
 REMOVAL_RETRIES = 2
+#: A run that halted with documents left unfinished (its storage failed: a full disk) is started
+#: again after 2, 4, 8, 16, 32, 64 s; later, the next call or opening resumes them.
+HALT_RETRY_S = 2.0
+HALT_RETRIES = 6
 UNFINISHED_STATES = ("pending", "parsing", "analyzing", "processing")
 
 
@@ -134,11 +139,36 @@ class Indexing:
         if entry.handover_failures > HANDOVER_RETRIES:
             log.error("workspace %s: queued documents wait for the next call or opening", entry.name)
             return
-        entry.indexing_runs += 1  # the workspace stays open meanwhile
+        self._start_later(entry, HANDOVER_RETRY_S * 2 ** (entry.handover_failures - 1))
+
+    @staticmethod
+    async def _halted_with_work_left(entry: Workspace) -> bool:
+        """The run that just ended was the last one and left documents pending or processing:
+        LightRAG halts a run on a storage error ("Pipeline halted on internal storage error"), and
+        a document whose FAILED status could not be written either (a full disk) stays processing,
+        resumed only by a later run."""
+        if entry.indexing_runs > 1 or await entry.pipeline_busy():
+            return False  # another run of ours, or LightRAG's, goes on and takes them
+        counts = await status_counts(entry.rag.doc_status)
+        return any(counts.get(state, 0) for state in UNFINISHED_STATES)
+
+    def _resume_after_halt(self, entry: Workspace) -> None:
+        """Start the pipeline again later, spaced out, a few times (the storage may write again)."""
+        entry.halted_runs += 1
+        if entry.halted_runs > HALT_RETRIES:
+            log.error("workspace %s: indexing halted on a storage error; unfinished documents wait for the next call or opening", entry.name)
+            return
+        delay = HALT_RETRY_S * 2 ** (entry.halted_runs - 1)
+        log.warning("workspace %s: indexing halted with documents unfinished; starting it again in %g s", entry.name, delay)
+        self._start_later(entry, delay)
+
+    def _start_later(self, entry: Workspace, delay: float) -> None:
+        """`start` after `delay` seconds; the workspace stays open meanwhile."""
+        entry.indexing_runs += 1
 
         async def later() -> None:
             try:
-                await anyio.sleep(HANDOVER_RETRY_S * 2 ** (entry.handover_failures - 1))
+                await anyio.sleep(delay)
             finally:
                 entry.indexing_runs -= 1
             self.start(entry)
@@ -157,6 +187,10 @@ class Indexing:
                     await entry.rag.apipeline_process_enqueue_documents()
                     if await requeue_storage_failures(entry.rag, entry.storage_retries):
                         self._run_pipeline(entry)  # documents an outage failed: indexed again (outage_retry)
+                    elif await self._halted_with_work_left(entry):
+                        self._resume_after_halt(entry)
+                    else:
+                        entry.halted_runs = 0
                 except Exception:
                     log.exception("indexing pipeline of workspace %s failed", entry.name)
                 if self._after_processing is not None:

@@ -57,6 +57,7 @@ class Workspace:
     last_used: float = field(default_factory=time.monotonic)
     indexing_runs: int = 0  # our background pipeline runs going on
     handover_failures: int = 0  # hand-overs to LightRAG refused in a row (EngineRegistry._feed_again_later)
+    halted_runs: int = 0  # pipeline runs in a row that halted with documents unfinished (Indexing._resume_after_halt)
     storage_retries: dict[str, int] = field(default_factory=dict)  # automatic re-indexings after an outage
     deleting: dict[str, str] = field(default_factory=dict)  # id → name: what delete calls' runs remove in the background
     listing_views: tuple[str, Any] | None = None  # (documents_version, summaries) the listing keeps

@@ -47,3 +47,29 @@ async def test_automatic_retries_of_one_document_are_bounded(tmp_path: Path) -> 
             await ws.rag.doc_status.upsert({"doc-again": {**row, "status": "failed", "error_msg": OUTAGE}})  # failed again
         assert await requeue_storage_failures(ws.rag, retries) == 0
         assert await doc_state(ws, "doc-again") == "failed"
+
+
+async def test_a_run_halted_by_its_storage_is_started_again_with_no_further_call(tmp_path: Path) -> None:
+    """LightRAG halts a run on a storage error ("Pipeline halted on internal storage error"); on a
+    full disk the document's FAILED status cannot be written either, and it stays processing.
+    Here the first run returns at once, as a halted one does, leaving the document processing:
+    a later run, started by itself, indexes it."""
+    async with worker(tmp_path / "data") as state, call_in_flight(state, "ws_halt") as ws:
+        await ws.rag.apipeline_enqueue_documents(ZEBRA, ids=["doc-halted"], file_paths=["doc-halted.txt"])
+        row = dict(await ws.rag.doc_status.get_by_id("doc-halted"))
+        await ws.rag.doc_status.upsert({"doc-halted": {**row, "status": "processing"}})
+        process = ws.rag.apipeline_process_enqueue_documents
+        runs: list[int] = []
+
+        async def halted_first(*args: object, **kwargs: object) -> None:
+            runs.append(len(runs) + 1)
+            if len(runs) > 1:
+                await process(*args, **kwargs)
+
+        ws.rag.apipeline_process_enqueue_documents = halted_first
+        state.engines.start_processing(ws)
+        with anyio.fail_after(120):
+            while await doc_state(ws, "doc-halted") != "processed":
+                await anyio.sleep(0.1)
+        assert runs == [1, 2]
+        assert ws.halted_runs == 0  # the run that indexed it ended with nothing left
