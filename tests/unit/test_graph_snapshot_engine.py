@@ -4,7 +4,6 @@ delete.  Real LightRAG on the real embedded engine."""
 
 from __future__ import annotations
 
-import random
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -70,31 +69,3 @@ async def test_a_snapshot_no_graph_call_used_for_a_while_is_let_go(graph: Any) -
     assert forget_unused(unused_for=60) == 0 and await read_snapshot(ctx, graph) is first  # used just now: kept
     assert forget_unused(unused_for=0) >= 1  # (other tests' snapshots may go too)
     assert await read_snapshot(ctx, graph) is not first  # read again
-
-
-def full_read(snapshot: GraphSnapshot) -> tuple[Any, ...]:
-    return snapshot.nodes, [(e.source, e.target, e.attrs) for e in snapshot.edges], snapshot.adjacency
-
-
-async def test_a_snapshot_refreshed_from_the_changed_rows_equals_a_whole_read(graph: Any) -> None:
-    """After each round of random inserts, updates and deletes of nodes and edges, the snapshot
-    refreshed from the rows whose version changed is the one a whole read builds, bare edge
-    ends (an edge naming a node that is not stored) included."""
-    store, ctx, rnd = graph.chunk_entity_relation_graph, Context(), random.Random(25)
-    names = [f"Entity {number}" for number in range(30)]
-    for round_number in range(12):
-        for _ in range(rnd.randint(1, 15)):
-            action, a, b = rnd.random(), rnd.choice(names), rnd.choice(names)
-            if action < 0.35:
-                await store.upsert_node(a, node(a, f"round {round_number} {rnd.random():.3f}"))
-            elif action < 0.7 and a != b:
-                await store.upsert_edge(a, b, {"keywords": rnd.choice(["works with", "funds, audits"]), "weight": "1.0", "source_id": "c1"})
-            elif action < 0.85:
-                await store.delete_node(a)
-            else:
-                await store.remove_edges([(a, b)])
-        await store.index_done_callback()
-        refreshed = await read_snapshot(ctx, graph)
-        whole = GraphSnapshot.build(await store.get_all_nodes(), await store.get_all_edges())
-        assert full_read(refreshed) == full_read(whole), f"round {round_number}"
-    assert len(refreshed.edges) > 5 and len(refreshed.nodes) > 10  # the rounds left a graph to compare
