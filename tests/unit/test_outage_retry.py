@@ -69,7 +69,7 @@ async def test_a_run_halted_by_its_storage_is_started_again_with_no_further_call
         ws.rag.apipeline_process_enqueue_documents = halted_first
         state.engines.start_processing(ws)
         with anyio.fail_after(120):
-            while await doc_state(ws, "doc-halted") != "processed":
+            while await doc_state(ws, "doc-halted") != "processed" or ws.indexing_runs:
                 await anyio.sleep(0.1)
         assert runs == [1, 2]
         assert ws.halted_runs == 0  # the run that indexed it ended with nothing left
