@@ -107,7 +107,7 @@ async def enqueue_document(
     doc_id = doc_id_for(source.name)
     async with _ingest_turn(ws, answer_by):
         await ws.intake.settled(doc_id)  # a version on its way to LightRAG lands first
-        row, taken = await _lookups(ws, doc_id, content_hash)
+        row = await ws.status_row(doc_id)  # a new document's reads nothing (`Workspace.known`)
         previous = None  # the version this one takes the place of: "failed" (this very file's failed attempt) or "replaced"
         if row is not None:
             record = await ws.catalog.get(doc_id) or {}
@@ -117,7 +117,7 @@ async def enqueue_document(
                 return Enqueued(doc_id, "already_indexed", record, started, existing_row=row, queued_from=queued_from)
             else:
                 previous = "failed"
-        if taken:
+        if await _text_taken(ws, content_hash, doc_id):
             text, content_hash = await _distinct_text(ctx, ws, doc_id, source.name, text)
         await check_quota(ctx, ws, source.size_bytes, replacing=doc_id if previous else None)
         track_id = f"{generate_track_id('upload')}{TRACK_SEPARATOR}{doc_id.removeprefix('doc-')}"
@@ -204,27 +204,6 @@ def _same_file(record: dict[str, Any], source_sha256: str | None, content_hash: 
     return bool(record.get("content_hash") == content_hash)
 
 
-async def _lookups(ws: Workspace, doc_id: str, content_hash: str) -> tuple[dict[str, Any] | None, bool]:
-    """The document's status row, and whether another document has its text: at once, as two
-    storage reads cost one wait instead of two (each waited 2-100 ms for a pool connection and
-    the event loop while LightRAG indexed at 5,800 documents: most of what an upload took then)."""
-    row: dict[str, Any] | None = None
-    taken = False
-
-    async def read_row() -> None:
-        nonlocal row
-        row = await ws.status_row(doc_id)
-
-    async def read_taken() -> None:
-        nonlocal taken
-        taken = await _text_taken(ws, content_hash, doc_id)
-
-    async with anyio.create_task_group() as reads:
-        reads.start_soon(read_row)
-        reads.start_soon(read_taken)
-    return row, taken
-
-
 async def _distinct_text(ctx: RequestContext, ws: Workspace, doc_id: str, name: str, text: str) -> tuple[str, str]:
     """The text to index and its hash when another document (not this name's previous version)
     has its text: the copy starts with a line naming its file.
@@ -246,6 +225,8 @@ async def _text_taken(ws: Workspace, content_hash: str, doc_id: str) -> bool:
     """Whether another document (LightRAG's or still queued) has this text."""
     if ws.intake.with_hash(content_hash, exclude_doc_id=doc_id) is not None:
         return True
+    if ws.known is not None and not ws.known.may_hold_text(content_hash):
+        return False
     return await ws.rag.doc_status.get_doc_by_content_hash(content_hash, exclude_doc_id=doc_id) is not None
 
 

@@ -36,6 +36,7 @@ from rag_worker.storage.embedded_engine import EmbeddedEngine
 from rag_worker.storage.indexing_runs import Indexing, Spawn
 from rag_worker.storage.intake import IntakeQueue, recover
 from rag_worker.storage.journals import DeleteJournal
+from rag_worker.storage.known_documents import load_known_documents
 from rag_worker.storage.lightrag_setup import new_lightrag
 from rag_worker.storage.locks import (
     LOCK_WAIT_SECONDS,
@@ -165,6 +166,7 @@ class EngineRegistry:
             if entry is None:
                 self._readers.retire(workspace)  # a write: this process's read-only copy gives way to the writer
                 entry = await self._open_workspace(workspace)
+                entry.known = await load_known_documents(entry.rag.doc_status)  # before any row is written
                 await recover(entry)
                 await self._finish_interrupted_deletes(entry)
                 self._open[workspace] = entry

@@ -26,6 +26,7 @@ from rag_worker.storage.catalog import DocumentCatalog, doc_id_for, status_count
 from rag_worker.storage.catalog_stores import TABLE as CATALOG_TABLE
 from rag_worker.storage.intake import IntakeQueue
 from rag_worker.storage.journals import DeleteJournal
+from rag_worker.storage.known_documents import KnownDocuments
 from rag_worker.storage.locks import WorkspaceLocks
 from rag_worker.storage.row_versions import version_sql
 
@@ -52,7 +53,8 @@ class Workspace:
     intake: IntakeQueue
     storages: StorageSet = LOCAL_STORAGES
     on_fallback: bool = False  # created on local files while a configured server was down
-    ingest_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    # Uncontended, taken without a turn of the event loop: each turn waits behind LightRAG's work.
+    ingest_lock: anyio.Lock = field(default_factory=lambda: anyio.Lock(fast_acquire=True))
     opened_at: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
     indexing_runs: int = 0  # our background pipeline runs going on
@@ -61,6 +63,7 @@ class Workspace:
     storage_retries: dict[str, int] = field(default_factory=dict)  # automatic re-indexings after an outage
     deleting: dict[str, str] = field(default_factory=dict)  # id → name: what delete calls' runs remove in the background
     listing_views: tuple[str, Any] | None = None  # (documents_version, summaries) the listing keeps
+    known: KnownDocuments | None = None  # what LightRAG's doc status may hold, where a lookup is a round trip
     _users: set[asyncio.Task[Any]] = field(default_factory=set)  # tasks that got it and still run
 
     @property
@@ -106,6 +109,8 @@ class Workspace:
         queued = self.intake.get(doc_id)
         if queued is not None:
             return queued.status_row()
+        if self.known is not None and not self.known.may_hold(doc_id):
+            return None
         row = await self.rag.doc_status.get_by_id(doc_id)
         return dict(row) if row else None
 

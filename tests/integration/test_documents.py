@@ -546,3 +546,43 @@ async def test_a_replacement_cut_short_by_a_stopped_worker_is_finished_when_the_
         assert not list((tmp_path / "replace_reopen_test" / "intake").glob("*.json"))
         record = await ws.catalog.get(first["document_id"]) or {}
         assert record["track_id"] == answered["track_id"]
+
+
+def count_status_reads(ws: Any) -> list[str]:
+    """The names of `ws`'s doc-status lookups from now on (a round trip each on the engine)."""
+    reads: list[str] = []
+    for name in ("get_by_id", "get_doc_by_content_hash"):
+        original = getattr(ws.rag.doc_status, name)
+
+        async def counted(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+            reads.append(_name)
+            return await _original(*args, **kwargs)
+
+        setattr(ws.rag.doc_status, name, counted)
+    return reads
+
+
+async def test_a_new_document_is_queued_without_reading_status_rows_and_known_ones_are_still_found(tmp_path: Path) -> None:
+    """An upload of a new document reads no status row (each is a round trip to the engine,
+    10-30 ms while LightRAG indexes at 10,000 documents); what the workspace held when it
+    opened, and what was handed over since, is still found: the same file again is already
+    indexed, its text under another name is told apart, and new text under its name replaces it."""
+    from rag_worker.handlers.ingest import insert_text
+
+    async with in_process_worker(tmp_path, "known_documents_test", wait_seconds="0") as ctx:
+        ws, first = await indexed_report(ctx)
+        assert ws.known is not None  # the embedded engine's rows are a round trip away
+        reads = count_status_reads(ws)
+        new = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": VISIT, "title": "visit.txt"}))
+        assert new["action"] == "indexed" and reads == []
+        again = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "report.txt"}))
+        assert again["action"] == "already_indexed" and "get_by_id" in reads
+
+    async with in_process_worker(tmp_path, "known_documents_test", wait_seconds="0") as ctx:
+        ws = await ctx.state.engines.get(ctx.workspace)
+        copy = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "copy.txt"}))
+        assert copy["action"] == "indexed" and copy["content_hash"] != first["content_hash"]  # headed by its name
+        replaced = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": ZEBRA, "title": "report.txt"}))
+        assert replaced["document_id"] == first["document_id"] and replaced["action"] == "replaced"
+        await until_processed(ws, copy["document_id"], within=60)
+        await until_processed(ws, first["document_id"], within=90)
