@@ -16,6 +16,7 @@ from typing import Any
 from rag_worker.chunking import chunking_func
 from rag_worker.embedded.models import MAX_TOKEN_SIZE
 from rag_worker.query_cache import report_chunk_scores
+from rag_worker.storage.chunk_lists import keep_chunk_lists_in_rows
 from rag_worker.storage.exact_match import add_named_chunks, exact_term_rerank
 from rag_worker.storage.hot_paths import use_cheaper_hot_paths
 from rag_worker.storage.hybrid import attach_lexical_index
@@ -145,6 +146,7 @@ async def new_lightrag(
         **{**lightrag_kwargs(components), **overrides},
     )
     await rag.initialize_storages()
+    await keep_chunk_lists_in_rows(rag, read_only=read_only)  # an entity's chunk ids appended to, not rewritten
     embed_outside_locks(rag)  # a question must not wait for indexing's embeddings (vector_flush)
     add_named_chunks(rag)  # the passages of the entities a question names verbatim (exact_match)
     # A full-text index beside the vectors, fused with every vector search (hybrid).
