@@ -5,8 +5,8 @@ document merges into the entity, and by deletes to rebuild it).  `PGKVStorage` k
 as one JSONB value and writes it whole at every merge.  An entity most documents name holds
 thousands of ids (7,000 at 10,000 generated reports), so each document rewrote about 213,000
 ids — 9 MB of JSON encoded, parsed and compressed, out of line, at every document — and the
-write grew with the knowledge base.  With those writes left out, a batch at 10,000 documents
-took 0.41 s less CPU per document (2.79 → 2.38 s; the engine 0.74 → 0.47 s).
+write grew with the knowledge base.  With these rows, batches at 10,400–11,300 documents took
+2.66–2.68 s of CPU a document against 2.79–2.82 s (the engine's part 0.55–0.57 against 0.74–0.76 s).
 
 Here the list is kept in rows of `BUCKET` ids (small enough never to be compressed or stored
 out of line), beside a head row with its length, LightRAG's `count`, and a digest of the ids.
