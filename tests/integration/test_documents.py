@@ -577,6 +577,7 @@ async def test_a_new_document_is_queued_without_reading_status_rows_and_known_on
         assert new["action"] == "indexed" and reads == []
         again = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "report.txt"}))
         assert again["action"] == "already_indexed" and "get_by_id" in reads
+        await until_processed(ws, new["document_id"], within=60)  # nothing in flight when the worker stops
 
     async with in_process_worker(tmp_path, "known_documents_test", wait_seconds="0") as ctx:
         ws = await ctx.state.engines.get(ctx.workspace)
