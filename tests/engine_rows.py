@@ -3,12 +3,16 @@ test checks the stored rows themselves (as it read LightRAG's JSON files on the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
+import uuid
 import warnings
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from config.storages import StorageSet
 from rag_worker.storage.embedded_engine import DATABASE, ENGINE_DIR, PORT, USER, read_postmaster
 
 
@@ -31,3 +35,31 @@ def engine_rows(data_dir: Path, table: str, workspace: str = "default") -> dict[
     sql = f"SELECT coalesce(json_object_agg(id, row_to_json(t)), '{{}}') FROM {table} t WHERE workspace = '{workspace}'"
     rows: dict[str, dict[str, Any]] = json.loads(engine_psql(data_dir, sql))
     return rows
+
+
+@contextlib.asynccontextmanager
+async def lightrag_on(tmp_path: Path, storages: StorageSet) -> AsyncIterator[Any]:
+    """A LightRAG instance built as the worker builds one, in a new workspace under
+    `tmp_path / "data"` on `storages` (the embedded engine started for it, and stopped after)."""
+    import anyio
+
+    from config.settings import load_settings
+    from rag_worker.bindings import build_components
+    from rag_worker.storage.embedded_engine import EmbeddedEngine, stop_engine
+    from rag_worker.storage.lightrag_setup import import_lightrag, new_lightrag
+
+    import_lightrag()
+    engine = EmbeddedEngine(tmp_path / "data")
+    if storages.embedded:
+        await engine.ensure_running()
+    components = await build_components(load_settings({}), anyio.CapacityLimiter(2))
+    workspace = f"kb_{uuid.uuid4().hex[:8]}"
+    (tmp_path / "data" / workspace).mkdir(parents=True)  # its lexical index's directory (the worker's lock makes it)
+    instance = await new_lightrag(tmp_path / "data", workspace, components, **storages.as_kwargs())
+    try:
+        yield instance
+    finally:
+        await instance.lexical.close()
+        await instance.finalize_storages()
+        await engine.release()
+        stop_engine(tmp_path / "data" / ENGINE_DIR)

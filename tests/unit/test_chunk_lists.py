@@ -7,18 +7,15 @@ from __future__ import annotations
 
 import json
 import random
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
-from config.settings import load_settings
 from config.storages import ENGINE_STORAGES
 from rag_worker.storage.chunk_lists import BUCKET, HEADS, LEGACY, ROWS, ChunkLists
-from rag_worker.storage.embedded_engine import ENGINE_DIR, EmbeddedEngine, stop_engine
+from tests.engine_rows import lightrag_on
 
 pytestmark = pytest.mark.anyio
 
@@ -30,24 +27,9 @@ DOCS = [
 
 @pytest.fixture
 async def rag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
-    from rag_worker.bindings import build_components
-    from rag_worker.storage.lightrag_setup import import_lightrag, new_lightrag
-
     monkeypatch.chdir(tmp_path)  # LightRAG reads ./.env
-    import_lightrag()
-    engine = EmbeddedEngine(tmp_path / "data")
-    await engine.ensure_running()
-    components = await build_components(load_settings({}), anyio.CapacityLimiter(2))
-    workspace = f"kb_{uuid.uuid4().hex[:8]}"
-    (tmp_path / "data" / workspace).mkdir(parents=True)
-    instance = await new_lightrag(tmp_path / "data", workspace, components, **ENGINE_STORAGES.as_kwargs())
-    try:
+    async with lightrag_on(tmp_path, ENGINE_STORAGES) as instance:
         yield instance
-    finally:
-        await instance.lexical.close()
-        await instance.finalize_storages()
-        await engine.release()
-        stop_engine(tmp_path / "data" / ENGINE_DIR)
 
 
 def chunk_ids(count: int, salt: str) -> list[str]:

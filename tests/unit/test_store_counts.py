@@ -4,18 +4,15 @@ equal what reading the stores whole gives.  Real LightRAG, real PostgreSQL."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
-from config.settings import load_settings
 from config.storages import ENGINE_STORAGES, LOCAL_STORAGES, StorageSet
-from rag_worker.storage.embedded_engine import ENGINE_DIR, EmbeddedEngine, stop_engine
 from rag_worker.storage.store_counts import graph_size, processed_chunks
+from tests.engine_rows import lightrag_on
 
 pytestmark = pytest.mark.anyio
 
@@ -27,27 +24,11 @@ DOCS = [
 
 @pytest.fixture(params=[ENGINE_STORAGES, LOCAL_STORAGES], ids=["engine", "files"])
 async def rag(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
-    from rag_worker.bindings import build_components
-    from rag_worker.storage.lightrag_setup import import_lightrag, new_lightrag
-
     storages: StorageSet = request.param
     monkeypatch.chdir(tmp_path)  # LightRAG reads ./.env
-    import_lightrag()
-    engine = EmbeddedEngine(tmp_path / "data")
-    if storages.embedded:
-        await engine.ensure_running()
-    components = await build_components(load_settings({}), anyio.CapacityLimiter(2))
-    workspace = f"kb_{uuid.uuid4().hex[:8]}"
-    (tmp_path / "data" / workspace).mkdir(parents=True)  # its lexical index's directory (the worker's lock makes it)
-    instance = await new_lightrag(tmp_path / "data", workspace, components, **storages.as_kwargs())
-    try:
+    async with lightrag_on(tmp_path, storages) as instance:
         await instance.ainsert(DOCS, ids=["doc-a", "doc-b"], file_paths=["a.md", "b.md"])
         yield instance
-    finally:
-        await instance.lexical.close()
-        await instance.finalize_storages()
-        await engine.release()
-        stop_engine(tmp_path / "data" / ENGINE_DIR)
 
 
 async def test_the_counts_equal_what_reading_the_stores_whole_gives(rag: Any) -> None:
