@@ -51,6 +51,7 @@ INDEX_SOURCES = (
     "rag_worker/embedded/extractor.py",
     "rag_worker/embedded/code_entities.py",
     "rag_worker/chunking.py",
+    "rag_worker/storage/relation_keywords.py",
     "scripts/corpus.py",
 )
 INDEX_SOURCES_EXCLUDED = {"rag_worker/embedded/text_query.py"}

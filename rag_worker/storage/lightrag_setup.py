@@ -22,6 +22,7 @@ from rag_worker.storage.hot_paths import use_cheaper_hot_paths
 from rag_worker.storage.hybrid import attach_lexical_index
 from rag_worker.storage.nano_lookup import index_row_lookups
 from rag_worker.storage.pg_client import repair_reconnect, uses_postgres_client
+from rag_worker.storage.relation_keywords import bound_derived_keywords, keep_relation_keywords_bounded
 from rag_worker.storage.vector_flush import embed_outside_locks
 
 log = logging.getLogger("rag_worker.storage.lightrag_setup")
@@ -43,6 +44,7 @@ def import_lightrag() -> str:
     _graph_saves_through_memory()
     index_row_lookups()
     use_cheaper_hot_paths()
+    bound_derived_keywords()
     return str(lightrag.__version__)
 
 
@@ -151,6 +153,7 @@ async def new_lightrag(
     add_named_chunks(rag)  # the passages of the entities a question names verbatim (exact_match)
     # A full-text index beside the vectors, fused with every vector search (hybrid).
     attach_lexical_index(rag, Path(working_dir) / workspace if workspace else Path(working_dir), read_only)
+    keep_relation_keywords_bounded(rag)  # a relation's derived keywords: a bounded sample (after the mirror)
     report_chunk_scores(rag.chunks_vdb)  # a question's sources reuse LightRAG's chunk scores (query_cache)
     rag._query_done = _query_done_best_effort(rag)
     return rag
