@@ -61,6 +61,8 @@ def test_odd_ids_go_to_lightrags_function() -> None:
     merge = fast_merge(original, GRAPH_FIELD_SEP)
     assert merge(["a", "b", "a"], ["c"]) == ["a", "b", "c"] and calls == []
     assert merge(["a"], [" b"]) == ["from LightRAG"] and calls == [(["a"], [" b"])]
+    assert merge(["a", 5], ["b"]) == ["from LightRAG"] and calls[-1] == (["a", 5], ["b"])  # not a string
+    assert merge(["a", "", "b"], ["a", ""]) == ["a", "b"] and len(calls) == 2  # empty ids left out
 
 
 NAME_PARTS = list("ab AZ09.\"'“”‘’《》（）—－　中文 \u00a0\u202f") + ["<p>", "</br>", "Ｎ", "０", "12", "1.2"]
