@@ -29,6 +29,8 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
+from rag_worker.graph.snapshot import SEP
+
 #: Keywords kept for a relation LightRAG derives them for (most relations have 1-3).
 MAX_RELATION_KEYWORDS = 20
 
@@ -36,7 +38,7 @@ MAX_RELATION_KEYWORDS = 20
 _DERIVING: ContextVar[bool] = ContextVar("lightrag_mcp_deriving_relation", default=False)
 
 #: LightRAG's separators in a stored keywords value: commas, and GRAPH_FIELD_SEP in old rows.
-_SEPARATORS = re.compile(r",|<SEP>")
+_SEPARATORS = re.compile(f",|{re.escape(SEP)}")
 
 #: LightRAG's functions that derive a relation's keywords from extractions.
 DERIVING_FUNCTIONS = ("_merge_edges_then_upsert", "_rebuild_single_relationship")
