@@ -21,6 +21,7 @@ from rag_worker.operations.listing import (
     document_view,
     listing_result,
     parse_list_request,
+    quoted_names,
     select_views,
     status_row,
     workspace_views,
@@ -36,7 +37,7 @@ async def list_documents(ctx: RequestContext, args: dict[str, Any]) -> dict[str,
     ws = await ctx.state.engines.get(ctx.workspace)
     listing = await ctx.run_cpu(select_views, await workspace_views(ctx, ws), request)
     await add_graph_counts(ws, listing.page)
-    return listing_result(listing)
+    return listing_result(listing, list(ws.deleting.values()))
 
 
 @handles(m.READ_DOCUMENT)
@@ -183,8 +184,7 @@ def _delete_message(
 ) -> str:
     parts: list[str] = []
     if outcomes:
-        names = ", ".join(f"'{outcome.found.filename}'" for outcome in outcomes[:10])
-        names += f" and {len(outcomes) - 10} more" if len(outcomes) > 10 else ""
+        names = quoted_names([outcome.found.filename for outcome in outcomes])
         parts.append(
             f"Deleted {len(outcomes)} document(s): {names}. Removed {cascade['chunks_deleted']} chunk(s), "
             f"{cascade['entities_deleted']} entities and {cascade['relationships_deleted']} relations only they "
@@ -194,7 +194,7 @@ def _delete_message(
     if not options.cascade:
         parts.append("cascade_delete was false: no entity or relation was removed from the graph.")
     if still:
-        names = ", ".join(f"'{name}'" for name in still[:10]) + (f" and {len(still) - 10} more" if len(still) > 10 else "")
+        names = quoted_names(still)
         parts.append(
             f"Still deleting {len(still)} document(s): {names}. LightRAG is rebuilding the entities they share with "
             "other documents (minutes in a large knowledge base); the delete goes on by itself, nothing to do. They "

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol import ErrorCode
-from rag_worker.storage.catalog import TERMINAL_STATES, name_from_file_path
+from rag_worker.storage.catalog import TERMINAL_STATES, document_name
 from rag_worker.storage.removal import WaitReport, remove_document
 from rag_worker.storage.workspace import Workspace
 
@@ -85,7 +85,7 @@ class Contribution:
 
     @property
     def filename(self) -> str:
-        return str(self.record.get("filename") or name_from_file_path(str(self.row.get("file_path") or "")) or self.doc_id)
+        return document_name(self.doc_id, self.row, self.record)
 
 
 def readiness(state: str, busy: bool, force: bool) -> str:

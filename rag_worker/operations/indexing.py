@@ -29,9 +29,9 @@ from rag_worker.storage.catalog import (
     TERMINAL_STATES,
     SourceDocument,
     doc_id_for,
+    document_name,
     known_count,
     lightrag_file_path,
-    name_from_file_path,
     public_error,
     state_of,
 )
@@ -329,7 +329,7 @@ async def describe_document(ws: Workspace, doc_id: str, row: dict[str, Any], rec
         progress = await indexing_progress(ws, doc_id, row)
     return {
         "document_id": doc_id,
-        "filename": record.get("filename") or name_from_file_path(str(row.get("file_path") or "")) or doc_id,
+        "filename": document_name(doc_id, row, record),
         "status": state if state in STAGES + ["failed"] else "pending",
         "track_id": record.get("track_id") or row.get("track_id") or "",
         "words": int(record.get("words") or 0),

@@ -19,7 +19,7 @@ from typing import Any
 from protocol import ErrorCode, RagError
 from protocol.methods.documents import DOCUMENT_STATES
 from rag_worker.context import RequestContext
-from rag_worker.storage.catalog import known_count, name_from_file_path, public_error, state_of
+from rag_worker.storage.catalog import document_name, known_count, public_error, state_of
 from rag_worker.storage.workspace import Workspace
 
 # Pipeline order, for sort_by=status (unknown states sort last).
@@ -134,7 +134,7 @@ def status_row(raw: Any) -> dict[str, Any]:
 def document_view(doc_id: str, row: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
     """A document's summary from its status row and our record (graph counts come later)."""
     state = state_of(row.get("status"))
-    filename = str(record.get("filename") or name_from_file_path(str(row.get("file_path") or "")) or doc_id)
+    filename = document_name(doc_id, row, record)
     mime_type = record.get("mime_type") or None
     size = record.get("size_bytes")
     if size is None:
@@ -310,8 +310,9 @@ def _count(row: Any) -> int:
     return int(row.get("count") or 0) if isinstance(row, dict) else 0
 
 
-def listing_result(listing: Listing) -> dict[str, Any]:
-    """The tool result: documents, pagination, statistics, filters and a summary message."""
+def listing_result(listing: Listing, deleting: list[str] | None = None) -> dict[str, Any]:
+    """The tool result: documents, pagination, statistics, filters and a summary message, which
+    names the documents being deleted in the background (`deleting`): they stay listed until then."""
     request = listing.request
     total_pages = math.ceil(listing.total / request.limit) if listing.total else 0
     pagination = {
@@ -328,8 +329,18 @@ def listing_result(listing: Listing) -> dict[str, Any]:
         "pagination": pagination,
         "statistics": listing.statistics,
         "filters": request.filters(),
-        "message": listing_message(listing),
+        "message": listing_message(listing) + _deleting_note(deleting or []),
     }
+
+
+def quoted_names(names: list[str], shown: int = 10) -> str:
+    """'a', 'b' and 3 more: the first `shown` names of a list an answer mentions."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(f"'{name}'" for name in names[:shown]) + more
+
+
+def _deleting_note(names: list[str]) -> str:
+    return f" Being deleted in the background, listed until that ends: {quoted_names(names)}." if names else ""
 
 
 def listing_message(listing: Listing) -> str:

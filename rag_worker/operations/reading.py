@@ -12,7 +12,7 @@ from typing import Any
 from protocol import ErrorCode, RagError
 from rag_worker.context import RequestContext
 from rag_worker.operations.listing import workspace_views
-from rag_worker.storage.catalog import name_from_file_path, state_of
+from rag_worker.storage.catalog import document_name, state_of
 from rag_worker.storage.workspace import Workspace
 
 OUTLINE_ITEMS = 30
@@ -106,7 +106,7 @@ async def text_page(ws: Workspace, doc_id: str, offset: int, limit: int) -> dict
         raise RagError(ErrorCode.INVALID_PARAMETER, f"offset {offset:,} is past the end of the document "
                        f"({len(text):,} characters).", suggested_action="Start at offset 0.")
     piece, next_offset = page(text, offset, limit)
-    name = str(record.get("filename") or name_from_file_path(str(row.get("file_path") or "")) or doc_id)
+    name = document_name(doc_id, row, record)
     status = state_of(row.get("status"))
     where = f"characters {offset:,}–{offset + len(piece):,} of {len(text):,}"
     then = f"next page: offset {next_offset}" if next_offset is not None else "the end of the document"

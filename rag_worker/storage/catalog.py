@@ -42,6 +42,11 @@ def name_from_file_path(file_path: str) -> str:
     return file_path.replace(_PATH_SEPARATOR_STAND_IN, "/")
 
 
+def document_name(doc_id: str, row: dict[str, Any], record: dict[str, Any]) -> str:
+    """What a document is called in answers: our record's filename, else LightRAG's file path, else its id."""
+    return str(record.get("filename") or name_from_file_path(str(row.get("file_path") or "")) or doc_id)
+
+
 async def status_counts(doc_status: Any) -> dict[str, int]:
     """Documents by state, every state present (storages differ: PostgreSQL omits empty ones)."""
     from lightrag.base import DocStatus  # deferred: LightRAG is imported once, off the loop (import_lightrag)

@@ -31,7 +31,7 @@ import anyio
 from config.settings import Settings, unwritable_reason
 from protocol import ErrorCode, RagError
 from rag_worker.graph.snapshot import forget_unused as forget_unused_snapshots
-from rag_worker.storage.catalog import DocumentCatalog
+from rag_worker.storage.catalog import DocumentCatalog, document_name
 from rag_worker.storage.embedded_engine import EmbeddedEngine
 from rag_worker.storage.indexing_runs import Indexing, Spawn
 from rag_worker.storage.intake import IntakeQueue, recover
@@ -128,9 +128,11 @@ class EngineRegistry:
         return list(self._open)
 
     def indexing(self) -> bool:
-        """Documents are being indexed in the background: a pipeline run or the intake's feeder
-        works, or documents wait in an intake queue (a planned recycle waits for the end)."""
-        return any(entry.indexing_runs > 0 or entry.intake.feeding or len(entry.intake) > 0 for entry in self._open.values())
+        """Documents are being indexed or deleted in the background: a pipeline run or the intake's
+        feeder works, documents wait in an intake queue, or a delete's run goes on (a planned
+        recycle waits for the end: a delete it cut short would be done again at the next opening)."""
+        return any(entry.indexing_runs > 0 or entry.intake.feeding or len(entry.intake) > 0 or entry.deleting
+                   for entry in self._open.values())
 
     def opened(self, workspace: str) -> Workspace | None:
         """The workspace if it is open (without opening it)."""
@@ -168,11 +170,9 @@ class EngineRegistry:
                 entry = await self._open_workspace(workspace)
                 entry.known = await load_known_documents(entry.rag.doc_status)  # before any row is written
                 await recover(entry)
-                await self._finish_interrupted_deletes(entry)
                 self._open[workspace] = entry
                 entry.lease_to_current_task()  # before the next await: nothing closes it under us
-                self._indexing.remove_previous_versions(entry)
-                await self._indexing.resume_unfinished(entry)
+                await self._resume_work(entry)
             entry.lease_to_current_task()
             return entry
 
@@ -258,16 +258,41 @@ class EngineRegistry:
                 await announce(0, "opened")
         return rag, catalog
 
-    async def _finish_interrupted_deletes(self, entry: Workspace) -> None:
-        """Durability: deletes a previous worker started are finished before anything reads (a
-        listed document is whole).  The old version a queued new one waits for is the exception:
-        the remover deletes it in the background, the new version listed meanwhile."""
-        if entry.deletes.pending():
+    async def _resume_work(self, entry: Workspace) -> None:
+        """Durability: what a previous worker left unfinished goes on.  Deletes it had started come
+        first, in the background: LightRAG's cascade takes a minute at 10,000 documents, which the
+        first call after a restart used to wait for (LibreChat gives up at 60 s).  Until each is
+        done the document is listed and a delete call for it answers that it is being deleted, as
+        after a delete call that answered before its run ended; uploads wait for them (the ingest
+        lock, taken before this returns); then the old versions replaced documents wait for go,
+        and indexing resumes.  The old version a queued new one waits for is the remover's."""
+        interrupted = [doc_id for doc_id in entry.deletes.pending() if doc_id not in entry.intake.awaiting_removal]
+        if not interrupted:
+            self._indexing.remove_previous_versions(entry)
+            await self._indexing.resume_unfinished(entry)
+            return
+        for doc_id in interrupted:
+            row = await entry.status_row(doc_id) or {}
+            entry.deleting[doc_id] = document_name(doc_id, row, await entry.catalog.get(doc_id) or {})
+        holding = anyio.Event()
+
+        async def finish() -> None:
+            entry.lease_to_current_task()  # open until the deletes end
             try:
                 async with entry.ingest_lock:
-                    await finish_interrupted_deletes(entry)
-            except Exception:  # the workspace still opens; the journal keeps the ids for the next opening
+                    holding.set()
+                    await finish_interrupted_deletes(entry, interrupted)
+            except Exception:  # the journal keeps the ids for the next opening
                 log.exception("workspace %s: finishing interrupted deletes failed", entry.name)
+            finally:
+                holding.set()
+                for doc_id in interrupted:
+                    entry.deleting.pop(doc_id, None)
+            self._indexing.remove_previous_versions(entry)
+            await self._indexing.resume_unfinished(entry)
+
+        self._spawn(finish)
+        await holding.wait()  # nobody else has the workspace yet: the deletes hold its ingest lock first
 
     def start_processing(self, entry: Workspace) -> None:
         """Hand what the intake queue holds to LightRAG and keep its pipeline running (`Indexing.start`),

@@ -6,8 +6,8 @@ the id into the workspace's delete journal before LightRAG starts, retries while
 is busy and drops our catalog record.  `remove_from_lightrag` is its LightRAG half, also what
 deletes the old version of a replaced document (whose new version waits in the intake queue
 and keeps its record).
-`finish_interrupted_deletes` runs when a workspace opens (`EngineRegistry.get`), before any
-call reads it, for the ids a killed worker left written down.
+`finish_interrupted_deletes` runs when a workspace opens (`EngineRegistry.get`), in the
+background, for the ids a killed worker left written down.
 """
 
 from __future__ import annotations
@@ -80,13 +80,10 @@ async def remove_from_lightrag(
         await anyio.sleep(RETRY_POLL_SECONDS)
 
 
-async def finish_interrupted_deletes(ws: Workspace) -> None:
-    """Finish the deletes a killed worker left in the workspace's journal (at open, under
-    `ws.ingest_lock`, before any call reads the workspace); an old version a queued new one waits
-    for (`IntakeQueue.awaiting_removal`) is the remover's."""
-    for doc_id in ws.deletes.pending():
-        if doc_id in ws.intake.awaiting_removal:
-            continue
+async def finish_interrupted_deletes(ws: Workspace, doc_ids: list[str]) -> None:
+    """Finish the deletes of `doc_ids` a killed worker left in the workspace's journal (at open, in
+    the background, under `ws.ingest_lock`, before indexing resumes: LightRAG's pipeline is idle)."""
+    for doc_id in doc_ids:
         removed = await remove_document(ws, doc_id, deadline=time.monotonic() + REOPEN_WAIT_SECONDS)
         if removed.status in {"success", "not_found"}:
             log.info("workspace %s: finished the interrupted delete of %s", ws.name, doc_id)

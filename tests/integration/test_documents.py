@@ -370,8 +370,8 @@ async def test_a_delete_that_arrives_while_indexing_runs_waits_for_it_then_delet
 async def test_a_delete_cut_short_by_a_killed_worker_is_finished_when_the_workspace_reopens(home: Path) -> None:
     """What a SIGKILL in the middle of LightRAG's final save leaves: the delete written down in
     the workspace's journal, the document's passages already gone from one store, its status
-    still 'processed'.  The next worker finishes that delete before any call reads the
-    workspace: the document is gone everywhere, the other document is untouched and found."""
+    still 'processed'.  The next worker finishes that delete in the background as the workspace
+    opens: the document is then gone everywhere, the other document is untouched and found."""
     from rag_worker.storage.journals import DeleteJournal
 
     data_dir = home / "data"
@@ -389,8 +389,9 @@ async def test_a_delete_cut_short_by_a_killed_worker_is_finished_when_the_worksp
     DeleteJournal(workspace).begin(reactor["document_id"])
 
     async with running_server(home, **on_files) as client:
-        listed = await listing(client)
-        assert [d["id"] for d in listed["documents"]] == [zebra["document_id"]]
+        with anyio.fail_after(30):
+            while [d["id"] for d in (await listing(client))["documents"]] != [zebra["document_id"]]:
+                await anyio.sleep(0.2)
         assert DeleteJournal(workspace).pending() == []
         gone = error_of(await client.call("lightrag_delete_documents", {"document_ids": [reactor["document_id"]]}))
         assert gone["error_code"] == "DOCUMENT_NOT_FOUND"
@@ -458,6 +459,66 @@ async def test_a_delete_longer_than_the_wait_answers_in_time_and_finishes_in_the
         with pytest.raises(RagError) as gone:
             await delete_documents(arriving(first), arguments)
         assert gone.value.code == ErrorCode.DOCUMENT_NOT_FOUND
+
+
+async def test_a_delete_a_stopped_worker_left_is_finished_in_the_background_of_the_next_opening(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 10,000 documents LightRAG's cascade takes a minute, which the first call after a restart
+    waited for when the workspace opened.  Held here until released: the workspace opens at once;
+    meanwhile the document is listed, a delete call for it answers that it is being deleted (no
+    second delete), an upload says it waits for the delete, and a planned recycle waits too; then
+    the delete finishes by itself and the same text can be indexed afresh."""
+    from lightrag import LightRAG
+
+    from protocol import ErrorCode, RagError
+    from rag_worker.handlers.documents import delete_documents, list_documents
+    from rag_worker.handlers.ingest import insert_text
+    from rag_worker.storage.journals import DeleteJournal
+
+    async with in_process_worker(tmp_path, "reopen_delete_test", wait_seconds="1") as ctx:
+        ws, first = await indexed_report(ctx)
+        kept = await insert_text(arriving(ctx), m.INSERT_TEXT.with_defaults({"text": ZEBRA, "title": "kept.txt"}))
+        await until_processed(ws, kept["document_id"], within=60)
+    doc_id = first["document_id"]
+    DeleteJournal(tmp_path / "reopen_delete_test").begin(doc_id)  # what a worker killed mid-delete leaves
+
+    release, deletes = anyio.Event(), []
+    original = LightRAG.adelete_by_doc_id
+
+    async def held_delete(rag: Any, requested: str, **kwargs: Any) -> Any:
+        deletes.append(requested)
+        with anyio.move_on_after(60):
+            await release.wait()
+        return await original(rag, requested, **kwargs)
+
+    monkeypatch.setattr(LightRAG, "adelete_by_doc_id", held_delete)
+    async with in_process_worker(tmp_path, "reopen_delete_test", wait_seconds="1") as ctx:
+        with anyio.fail_after(20):  # opening does not wait for the delete
+            ws = await ctx.state.engines.get(ctx.workspace)
+            listed = await list_documents(arriving(ctx), m.LIST_DOCUMENTS.with_defaults({}))
+        assert ws.deleting == {doc_id: "report.txt"} and ctx.state.engines.indexing()
+        assert sorted(d["id"] for d in listed["documents"]) == sorted([doc_id, kept["document_id"]])  # until it ends
+        assert listed["message"].endswith(" Being deleted in the background, listed until that ends: 'report.txt'.")
+
+        with anyio.fail_after(5):
+            again = await delete_documents(arriving(ctx), m.DELETE_DOCUMENTS.with_defaults({"document_ids": ["report.txt"]}))
+        assert again["deleting_documents"] == [doc_id] and deletes == [doc_id]
+        assert "Still deleting 1 document(s): 'report.txt'" in again["message"]
+
+        same_text = m.INSERT_TEXT.with_defaults({"text": REACTOR, "title": "report-again.txt"})
+        with anyio.fail_after(10), pytest.raises(RagError) as busy:
+            await insert_text(arriving(ctx), same_text)
+        assert busy.value.code == ErrorCode.WORKSPACE_BUSY and "'report.txt'" in busy.value.message
+
+        release.set()
+        with anyio.fail_after(60):
+            while ws.deleting:
+                await anyio.sleep(0.1)
+        assert await ws.status_row(doc_id) is None and not ws.deletes.pending() and deletes == [doc_id]
+        assert await ws.status_row(kept["document_id"]) is not None
+        afresh = await insert_text(arriving(ctx), same_text)
+        await until_processed(ws, afresh["document_id"], within=60)
 
 
 async def test_a_replacing_upload_answers_while_its_old_version_is_deleted_in_the_background(tmp_path: Path) -> None:

@@ -52,6 +52,8 @@ SETTLE_SECONDS = 120.0  # a document still pending/processing after this counts 
 CALL_GUARD_SECONDS = 180.0  # a call not answered within this counts as unanswered (a hang)
 RECOVERY_LIMIT_SECONDS = 120.0
 UNFINISHED = ("pending", "parsing", "analyzing", "processing", "preprocessed")
+BEING_DELETED = "Being deleted in the background"  # the listing's message while a delete runs
+DELETE_SETTLE_S = 120.0  # a delete cut short by a fault is finished in the background within this
 # Restarts are what we inject here: keep the circuit closed, it has its own test.
 BASE_ENV = {"LIGHTRAG_MCP_DEBUG_METHODS": "1", "LIGHTRAG_MCP_MAX_RESTARTS": "1000"}
 DEAD_WORKER = {"WORKER_RESTARTED"}  # what the call in flight gets when its worker dies or hangs
@@ -258,12 +260,19 @@ class Bench:
             await anyio.sleep(0.5)
 
     async def listing(self, tally: Tally) -> dict[str, dict[str, Any]]:
+        """Every listed document by filename, once no delete runs in the background (a delete the
+        fault cut short is finished after the restart; the listing's message names it until then)."""
         documents: dict[str, dict[str, Any]] = {}
         offset = 0
+        settles_by = time.monotonic() + DELETE_SETTLE_S
         while True:
             result = await guarded(self.client, tally, "lightrag_list_documents", {"limit": 200, "offset": offset})
             assert result is not None and not result.is_error, result and result.content
             data = result.structured_content or {}
+            if BEING_DELETED in data["message"] and time.monotonic() < settles_by:
+                await anyio.sleep(0.5)
+                documents, offset = {}, 0
+                continue
             for item in data["documents"]:
                 documents[item["filename"]] = item
             if not data["pagination"]["has_next"]:
