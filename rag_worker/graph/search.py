@@ -1,6 +1,6 @@
 """Entity search: exact, fuzzy (typo-tolerant), regex (time-bounded) and semantic (embeddings).
 
-Exact, fuzzy and regex are pure CPU work over a `GraphSnapshot` and run in a worker thread;
+Exact, fuzzy and regex are pure CPU work over the graph's entities (`Entities`) and run in a worker thread;
 semantic asks the workspace's entity vector store.
 
 Regex patterns come from the model and may backtrack catastrophically (`(a+)+$`): they are
@@ -21,7 +21,7 @@ import regex
 from rapidfuzz import fuzz, process
 
 from protocol import ErrorCode, RagError
-from rag_worker.graph.snapshot import GraphSnapshot, readable
+from rag_worker.graph.snapshot import Entities, readable
 
 DEFAULT_FUZZY_MIN_SCORE = 0.7
 DESCRIPTION_DISCOUNT = 0.85  # a match in the description ranks below a match of the name
@@ -65,18 +65,18 @@ def highlight(text: str, start: int, end: int) -> str:
     return f"{text[:start]}«{text[start:end]}»{text[end:]}"
 
 
-def _candidates(snapshot: GraphSnapshot, request: SearchRequest) -> list[str]:
+def _candidates(snapshot: Entities, request: SearchRequest) -> list[str]:
     if not request.entity_types:
         return list(snapshot.nodes)
     return [name for name in snapshot.nodes if snapshot.node_type(name).casefold() in request.entity_types]
 
 
-def _ranked(snapshot: GraphSnapshot, matches: list[Match]) -> list[Match]:
+def _ranked(snapshot: Entities, matches: list[Match]) -> list[Match]:
     return sorted(matches, key=lambda match: (-match.score, -snapshot.degree(match.name), match.name))
 
 
 # ---------------------------------------------------------------------------------- exact
-def exact_search(snapshot: GraphSnapshot, request: SearchRequest) -> SearchOutcome:
+def exact_search(snapshot: Entities, request: SearchRequest) -> SearchOutcome:
     names = _candidates(snapshot, request)
     query = request.query.strip()
     matches: list[Match] = []
@@ -122,7 +122,7 @@ def name_score(query: str, name: str, *, score_cutoff: float | None = None, **_:
     return float(fuzz.token_set_ratio(query, name, score_cutoff=score_cutoff))
 
 
-def fuzzy_search(snapshot: GraphSnapshot, request: SearchRequest) -> SearchOutcome:
+def fuzzy_search(snapshot: Entities, request: SearchRequest) -> SearchOutcome:
     names = _candidates(snapshot, request)
     minimum = DEFAULT_FUZZY_MIN_SCORE if request.min_score is None else request.min_score
 
@@ -177,7 +177,7 @@ def compile_pattern(pattern: str, case_sensitive: bool, max_chars: int) -> Any:
         ) from None
 
 
-def regex_search(snapshot: GraphSnapshot, request: SearchRequest, max_chars: int) -> SearchOutcome:
+def regex_search(snapshot: Entities, request: SearchRequest, max_chars: int) -> SearchOutcome:
     compiled = compile_pattern(request.query, request.case_sensitive, max_chars)
     names = _candidates(snapshot, request)
     deadline = time.monotonic() + REGEX_TOTAL_BUDGET_S
@@ -261,7 +261,7 @@ async def _with_similarity(rag: Any, query: str, hits: list[dict[str, Any]]) -> 
     return scored
 
 
-async def semantic_search(rag: Any, snapshot: GraphSnapshot, request: SearchRequest, wanted: int) -> SearchOutcome:
+async def semantic_search(rag: Any, snapshot: Entities, request: SearchRequest, wanted: int) -> SearchOutcome:
     """The entities whose vectors are nearest the query's (cosine similarity as the score)."""
     top_k = min(SEMANTIC_MAX_CANDIDATES, wanted * (3 if request.entity_types else 1))
     hits = await rag.entities_vdb.query(request.query, top_k=top_k)
@@ -289,7 +289,7 @@ async def semantic_search(rag: Any, snapshot: GraphSnapshot, request: SearchRequ
 MIN_MENTION_CHARS = 3
 
 
-def names_in_text(snapshot: GraphSnapshot, text: str) -> list[str]:
+def names_in_text(snapshot: Entities, text: str) -> list[str]:
     """Entity names the text mentions as whole words (ignoring case), longest names first."""
     folded = text.casefold()
     found: list[str] = []

@@ -1,7 +1,8 @@
 """Knowledge-graph methods: export, search, relationships (SPEC §4 Knowledge graph).
 
 Every method reads the caller's workspace only (`ctx.workspace`), takes one snapshot of its
-graph (`rag_worker.graph.snapshot`) and does the CPU work in worker threads.
+graph (`rag_worker.graph.snapshot`; entity search only its entities) and does the CPU work in
+worker threads.
 """
 
 from __future__ import annotations
@@ -33,7 +34,15 @@ from rag_worker.graph.search import (
     regex_search,
     semantic_search,
 )
-from rag_worker.graph.snapshot import GraphSnapshot, folded, read_snapshot, readable, shorten, split_multi
+from rag_worker.graph.snapshot import (
+    GraphSnapshot,
+    folded,
+    read_entities,
+    read_snapshot,
+    readable,
+    shorten,
+    split_multi,
+)
 from rag_worker.graph.sources import source_documents
 from rag_worker.graph.statistics import graph_statistics
 
@@ -257,7 +266,7 @@ async def search_entities(ctx: RequestContext, args: dict[str, Any]) -> dict[str
     if request.search_type == "regex":
         compile_pattern(request.query, request.case_sensitive, MAX_REGEX_CHARS)  # bad patterns fail before any work
     ws = await ctx.state.engines.get(ctx.workspace)
-    snapshot = await read_snapshot(ctx, ws.rag)
+    snapshot = await read_entities(ctx, ws.rag)
     index_used = {"semantic": "entity embeddings"}.get(request.search_type, "entity names")
     if not snapshot.nodes:
         outcome = SearchOutcome([], 0)

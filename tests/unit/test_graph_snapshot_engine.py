@@ -1,6 +1,7 @@
 """On the embedded engine's graph (LightRAG's `PGTableGraphStorage`) a graph tool reuses the
 snapshot it read while the graph is unchanged, and reads it again after any insert, update or
-delete.  Real LightRAG on the real embedded engine."""
+delete; entity search reads only the entities and their relation counts, the same ones the
+whole snapshot gives.  Real LightRAG on the real embedded engine."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from rag_worker.graph.snapshot import GraphSnapshot, forget_unused, read_snapshot
+from rag_worker.graph.search import SearchRequest, exact_search, fuzzy_search
+from rag_worker.graph.snapshot import EntityDegrees, GraphSnapshot, forget_unused, read_entities, read_snapshot
 from tests.unit.test_vector_flush import counting_lightrag
 from tests.unit.test_vector_flush_engine import anyio_backend, engine_dir  # noqa: F401  (fixtures)
 
@@ -69,3 +71,38 @@ async def test_a_snapshot_no_graph_call_used_for_a_while_is_let_go(graph: Any) -
     assert forget_unused(unused_for=60) == 0 and await read_snapshot(ctx, graph) is first  # used just now: kept
     assert forget_unused(unused_for=0) >= 1  # (other tests' snapshots may go too)
     assert await read_snapshot(ctx, graph) is not first  # read again
+
+
+async def test_entity_search_reads_the_entities_and_their_relation_counts_not_the_relations(
+    graph: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, ctx = graph.chunk_entity_relation_graph, Context()
+    for name in ("Ada", "Bob", "Cy", "Dee"):
+        await store.upsert_node(name, node(name, f"{name} the person"))
+    for source, target in (("Ada", "Bob"), ("Ada", "Cy"), ("Bob", "Cy"), ("Ada", "Ada")):
+        await store.upsert_edge(source, target, {"keywords": "knows", "weight": "1.0", "source_id": "c1"})
+    await store.index_done_callback()
+    whole = await read_snapshot(ctx, graph)
+    assert await read_entities(ctx, graph) is whole  # a current whole snapshot serves entity search too
+
+    await store.upsert_node("Eve", node("Eve", "Eve the person"))  # the graph changed: the snapshot is stale
+    await store.index_done_callback()
+    edges_read = 0
+    all_edges = store.get_all_edges
+
+    async def counted() -> list[dict[str, Any]]:
+        nonlocal edges_read
+        edges_read += 1
+        return await all_edges()
+
+    monkeypatch.setattr(store, "get_all_edges", counted)
+    entities = await read_entities(ctx, graph)
+    assert isinstance(entities, EntityDegrees) and edges_read == 0
+    assert await read_entities(ctx, graph) is entities  # unchanged: kept
+    whole = await read_snapshot(ctx, graph)
+    assert edges_read == 1 and entities.nodes == whole.nodes
+    assert {name: entities.degree(name) for name in whole.nodes} == {name: whole.degree(name) for name in whole.nodes}
+    assert [entities.degree(name) for name in ("Ada", "Bob", "Cy", "Dee", "Eve")] == [3, 2, 2, 0, 0]  # Ada's own relation once
+    for request in (SearchRequest("person", fields=("description",)), SearchRequest("Bob"), SearchRequest("ada", "exact")):
+        search = exact_search if request.search_type == "exact" else fuzzy_search
+        assert search(entities, request) == search(whole, request)
