@@ -112,7 +112,8 @@ class Edge:
 
 
 class Entities(Protocol):
-    """What entity search reads: entities by name, each one's type and number of relations."""
+    """What entity search reads: entities by name, each one's type and number of relations, and
+    the stored name a requested one stands for."""
 
     nodes: dict[str, dict[str, Any]]
 
@@ -120,9 +121,31 @@ class Entities(Protocol):
 
     def node_type(self, name: str) -> str: ...
 
+    def resolve(self, name: str) -> str | None: ...
+
+
+class _Named:
+    """What entities by name (`self.nodes`) answer, with or without their relations."""
+
+    nodes: dict[str, dict[str, Any]]
+
+    def node_type(self, name: str) -> str:
+        return entity_type(self.nodes.get(name, {}))
+
+    def resolve(self, name: str) -> str | None:
+        """The stored name for `name`: exact, else the one case-insensitive match."""
+        if name in self.nodes:
+            return name
+        folded = name.strip().casefold()
+        matches = [stored for stored in self.nodes if stored.casefold() == folded]
+        return matches[0] if len(matches) == 1 else None
+
+    def types(self) -> set[str]:
+        return {entity_type(attrs).casefold() for attrs in self.nodes.values()}
+
 
 @dataclass
-class EntityDegrees:
+class EntityDegrees(_Named):
     """Entities by name with their relation counts, without the relations (`read_entities`)."""
 
     nodes: dict[str, dict[str, Any]]
@@ -130,13 +153,14 @@ class EntityDegrees:
 
     @classmethod
     def build(cls, raw_nodes: Iterable[dict[str, Any]], degrees: Iterable[Any]) -> EntityDegrees:
-        return cls(_nodes_by_name(raw_nodes), {str(row["id"]): int(row["degree"]) for row in degrees})
+        return cls(_nodes_by_name(raw_nodes), _degrees(degrees))
 
     def degree(self, name: str) -> int:
         return self.degrees.get(name, 0)
 
-    def node_type(self, name: str) -> str:
-        return entity_type(self.nodes.get(name, {}))
+
+def _degrees(rows: Iterable[Any]) -> dict[str, int]:
+    return {str(row["id"]): int(row["degree"]) for row in rows}
 
 
 def _nodes_by_name(raw_nodes: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -150,12 +174,14 @@ def _nodes_by_name(raw_nodes: Iterable[dict[str, Any]]) -> dict[str, dict[str, A
 
 
 @dataclass
-class GraphSnapshot:
-    """Nodes by name, edges in storage order, and each node's incident edges."""
+class GraphSnapshot(_Named):
+    """Nodes by name, edges in storage order, and each node's incident edges; for a part of the
+    graph (`read_neighbourhood`), each node's relation count in the whole graph (`degrees`)."""
 
     nodes: dict[str, dict[str, Any]]
     edges: list[Edge]
     adjacency: dict[str, list[int]] = field(default_factory=dict)
+    degrees: dict[str, int] | None = None
 
     @classmethod
     def build(cls, raw_nodes: Iterable[dict[str, Any]], raw_edges: Iterable[dict[str, Any]]) -> GraphSnapshot:
@@ -195,24 +221,12 @@ class GraphSnapshot:
         return len(self.nodes)
 
     def degree(self, name: str) -> int:
+        if self.degrees is not None:
+            return self.degrees.get(name, 0)
         return len(self.adjacency.get(name, ()))
-
-    def node_type(self, name: str) -> str:
-        return entity_type(self.nodes.get(name, {}))
 
     def incident(self, name: str) -> list[Edge]:
         return [self.edges[index] for index in self.adjacency.get(name, ())]
-
-    def resolve(self, name: str) -> str | None:
-        """The stored name for `name`: exact, else the one case-insensitive match."""
-        if name in self.nodes:
-            return name
-        folded = name.strip().casefold()
-        matches = [stored for stored in self.nodes if stored.casefold() == folded]
-        return matches[0] if len(matches) == 1 else None
-
-    def types(self) -> set[str]:
-        return {entity_type(attrs).casefold() for attrs in self.nodes.values()}
 
 
 def entity_type(attrs: dict[str, Any]) -> str:
@@ -238,6 +252,21 @@ SELECT id, count(*) AS degree FROM (
     SELECT src_id AS id FROM lightrag_graph_edges WHERE workspace = $1 AND namespace = $2
     UNION ALL
     SELECT tgt_id FROM lightrag_graph_edges WHERE workspace = $1 AND namespace = $2 AND tgt_id <> src_id
+) ends GROUP BY id
+"""
+
+
+_NODES_NAMED_SQL = "SELECT id, properties FROM lightrag_graph_nodes WHERE workspace = $1 AND namespace = $2 AND id = ANY($3)"
+_EDGES_OF_SQL = (
+    "SELECT src_id, tgt_id, properties FROM lightrag_graph_edges "
+    "WHERE workspace = $1 AND namespace = $2 AND (src_id = ANY($3) OR tgt_id = ANY($3))"
+)
+_DEGREES_OF_SQL = """
+SELECT id, count(*) AS degree FROM (
+    SELECT src_id AS id FROM lightrag_graph_edges WHERE workspace = $1 AND namespace = $2 AND src_id = ANY($3)
+    UNION ALL
+    SELECT tgt_id FROM lightrag_graph_edges
+    WHERE workspace = $1 AND namespace = $2 AND tgt_id = ANY($3) AND tgt_id <> src_id
 ) ends GROUP BY id
 """
 
@@ -284,6 +313,42 @@ async def read_entities(ctx: Any, rag: Any) -> Entities:
     entities: EntityDegrees = await ctx.run_cpu(EntityDegrees.build, raw_nodes, degrees)
     _keep(storage, "entities", version, entities)
     return entities
+
+
+async def read_neighbourhood(ctx: Any, rag: Any, name: str, depth: int, most: int) -> GraphSnapshot | None:
+    """The part of `rag`'s graph within `depth` hops of the entity `name`: every relation of each
+    entity fewer than `depth` hops away, the entities they reach, and each one's relation count in
+    the whole graph.  A walk from `name` over it finds what it finds over the whole graph, for a
+    few queries on LightRAG's PostgreSQL table graph instead of a whole read (4.5-6 s after each
+    indexed document at 10,000 documents).  None where the graph is another storage, has no entity
+    named exactly `name`, or the part reaches `most` entities before `depth` (read it whole)."""
+    storage = rag.chunk_entity_relation_graph
+    if type(storage).__name__ != "PGTableGraphStorage":
+        return None
+    where = (storage.workspace, storage.namespace)
+    with _graph_access():
+        if not await storage._fetch(_NODES_NAMED_SQL, *where, [name]):
+            return None
+        reached, frontier, raw_edges = {name}, [name], {}
+        for level in range(depth):
+            for row in await storage._fetch(_EDGES_OF_SQL, *where, frontier):
+                raw_edges[(row["src_id"], row["tgt_id"])] = row
+            frontier = [end for pair in raw_edges for end in pair if end not in reached]
+            frontier = list(dict.fromkeys(frontier))
+            reached.update(frontier)
+            if len(reached) >= most and level + 1 < depth:
+                return None
+            if not frontier:
+                break
+        names = list(reached)
+        raw_nodes = await storage._fetch(_NODES_NAMED_SQL, *where, names)
+        degrees = await storage._fetch(_DEGREES_OF_SQL, *where, names)
+    nodes = [storage._node_output(row["id"], row["properties"]) for row in raw_nodes]
+    edges = [{**storage._json_loads(row["properties"]), "source": row["src_id"], "target": row["tgt_id"]}
+             for row in raw_edges.values()]
+    part: GraphSnapshot = await ctx.run_cpu(GraphSnapshot.build, nodes, edges)
+    part.degrees = _degrees(degrees)
+    return part
 
 
 @contextmanager

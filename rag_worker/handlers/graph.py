@@ -23,7 +23,7 @@ from rag_worker.graph import messages
 from rag_worker.graph.browse import GraphFilters, Selection, select_neighbourhood, select_whole
 from rag_worker.graph.exports import EXTENSIONS, edge_record, json_safe, mermaid_warnings, node_record, render
 from rag_worker.graph.files import preview, write_export
-from rag_worker.graph.relationships import RelationFilters, hop_record, walk
+from rag_worker.graph.relationships import MAX_VISITED, RelationFilters, hop_record, walk
 from rag_worker.graph.search import (
     SearchOutcome,
     SearchRequest,
@@ -35,9 +35,11 @@ from rag_worker.graph.search import (
     semantic_search,
 )
 from rag_worker.graph.snapshot import (
+    Entities,
     GraphSnapshot,
     folded,
     read_entities,
+    read_neighbourhood,
     read_snapshot,
     readable,
     shorten,
@@ -55,7 +57,7 @@ SEED_MIN_SIMILARITY = 0.3
 SEED_RELATIVE_SIMILARITY = 0.8
 
 
-async def _not_found(ctx: RequestContext, snapshot: GraphSnapshot, name: str) -> RagError:
+async def _not_found(ctx: RequestContext, snapshot: Entities, name: str) -> RagError:
     """ENTITY_NOT_FOUND naming the closest entity names, if any."""
     outcome = await ctx.run_cpu(fuzzy_search, snapshot, SearchRequest(name, min_score=0.6))
     suggestions = [match.name for match in outcome.matches[:MAX_SUGGESTIONS]]
@@ -334,18 +336,9 @@ async def search_entities(ctx: RequestContext, args: dict[str, Any]) -> dict[str
 async def entity_relationships(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
     """`lightrag_get_entity_relationships` (alias `lightrag_get_entity`)."""
     ws = await ctx.state.engines.get(ctx.workspace)
-    snapshot = await read_snapshot(ctx, ws.rag)
-    name = snapshot.resolve(str(args["entity_id"]))
-    if name is None:
-        if not snapshot.nodes:
-            raise RagError(
-                ErrorCode.ENTITY_NOT_FOUND,
-                "The knowledge base has no entities yet.",
-                suggested_action="Upload documents with upload_to_lightrag first.",
-            )
-        raise await _not_found(ctx, snapshot, str(args["entity_id"]))
+    requested, max_depth = str(args["entity_id"]), int(args["max_depth"])
+    snapshot, name = await _around(ctx, ws.rag, requested, max_depth)
     filters = RelationFilters.from_arguments(args["relationship_filters"])
-    max_depth = int(args["max_depth"])
     limit, offset = int(args["limit"]), int(args["offset"])
     found = await ctx.run_cpu(walk, snapshot, name, filters, max_depth)
     page = found.hops[offset : offset + limit]
@@ -361,6 +354,29 @@ async def entity_relationships(ctx: RequestContext, args: dict[str, Any]) -> dic
     }
     result["message"] = messages.relationships_message(result)
     return result
+
+
+async def _around(ctx: RequestContext, rag: Any, requested: str, max_depth: int) -> tuple[GraphSnapshot, str]:
+    """The graph around the entity `requested` names (as given, else its one case-insensitive match)
+    and its stored name: the part within `max_depth` hops where the storage reads one
+    (`read_neighbourhood`), else the whole graph.  ENTITY_NOT_FOUND names the closest names."""
+    part = await read_neighbourhood(ctx, rag, requested, max_depth, MAX_VISITED)
+    if part is not None:
+        return part, requested
+    entities = await read_entities(ctx, rag)
+    name = entities.resolve(requested)
+    if name is None:
+        if not entities.nodes:
+            raise RagError(
+                ErrorCode.ENTITY_NOT_FOUND,
+                "The knowledge base has no entities yet.",
+                suggested_action="Upload documents with upload_to_lightrag first.",
+            )
+        raise await _not_found(ctx, entities, requested)
+    if isinstance(entities, GraphSnapshot):
+        return entities, name
+    part = await read_neighbourhood(ctx, rag, name, max_depth, MAX_VISITED)
+    return part or await read_snapshot(ctx, rag), name
 
 
 def _entity_details(snapshot: GraphSnapshot, name: str, documents: list[dict[str, Any]]) -> dict[str, Any]:

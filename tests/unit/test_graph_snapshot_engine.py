@@ -1,10 +1,12 @@
 """On the embedded engine's graph (LightRAG's `PGTableGraphStorage`) a graph tool reuses the
 snapshot it read while the graph is unchanged, and reads it again after any insert, update or
 delete; entity search reads only the entities and their relation counts, the same ones the
-whole snapshot gives.  Real LightRAG on the real embedded engine."""
+whole snapshot gives; a walk from one entity over the part of the graph around it finds what it
+finds over the whole graph.  Real LightRAG on the real embedded engine."""
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -12,8 +14,16 @@ from typing import Any
 
 import pytest
 
+from rag_worker.graph.relationships import RelationFilters, walk
 from rag_worker.graph.search import SearchRequest, exact_search, fuzzy_search
-from rag_worker.graph.snapshot import EntityDegrees, GraphSnapshot, forget_unused, read_entities, read_snapshot
+from rag_worker.graph.snapshot import (
+    EntityDegrees,
+    GraphSnapshot,
+    forget_unused,
+    read_entities,
+    read_neighbourhood,
+    read_snapshot,
+)
 from tests.unit.test_vector_flush import counting_lightrag
 from tests.unit.test_vector_flush_engine import anyio_backend, engine_dir  # noqa: F401  (fixtures)
 
@@ -106,3 +116,32 @@ async def test_entity_search_reads_the_entities_and_their_relation_counts_not_th
     for request in (SearchRequest("person", fields=("description",)), SearchRequest("Bob"), SearchRequest("ada", "exact")):
         search = exact_search if request.search_type == "exact" else fuzzy_search
         assert search(entities, request) == search(whole, request)
+
+
+async def test_a_walk_over_the_part_around_an_entity_finds_what_it_finds_over_the_whole_graph(graph: Any) -> None:
+    store, ctx, rng = graph.chunk_entity_relation_graph, Context(), random.Random(7)
+    names = [f"E{number:02d}" for number in range(40)]
+    for name in names:
+        await store.upsert_node(name, {**node(name, f"{name} entity"), "entity_type": rng.choice(["person", "place"])})
+    pairs = {tuple(sorted(rng.sample(names[:30], 2))) for _ in range(70)} | {("E05", "E05")}  # E30-E39: alone
+    for source, target in sorted(pairs):
+        keywords = rng.choice(["knows", "visits", "knows,visits"])
+        await store.upsert_edge(source, target, {"keywords": keywords, "weight": str(rng.choice([1.0, 2.0, 3.0])), "source_id": "c1"})
+    await store.index_done_callback()
+    whole = await read_snapshot(ctx, graph)
+    filters = [
+        RelationFilters(frozenset(), "both", frozenset(), 0.0),
+        RelationFilters(frozenset({"visits"}), "outgoing", frozenset({"place"}), 2.0),
+    ]
+    for name in names:
+        for depth in (1, 2, 3):
+            part = await read_neighbourhood(ctx, graph, name, depth, most=20_000)
+            assert part is not None
+            assert part.degree(name) == whole.degree(name) and part.nodes[name] == whole.nodes[name]
+            for chosen in filters:
+                assert walk(part, name, chosen, depth) == walk(whole, name, chosen, depth), (name, depth)
+            reached = {hop.reached for hop in walk(part, name, filters[0], depth).hops}
+            assert {n: part.degree(n) for n in reached} == {n: whole.degree(n) for n in reached}
+    assert await read_neighbourhood(ctx, graph, "e01", 1, most=20_000) is None  # only the exact name
+    assert await read_neighbourhood(ctx, graph, "nobody", 1, most=20_000) is None
+    assert await read_neighbourhood(ctx, graph, "E01", 3, most=5) is None  # too wide before the last hop: read whole
