@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import signal
 import sys
 import time
 import urllib.parse
@@ -332,9 +333,32 @@ def build_server(settings: Settings) -> tuple[Server[Any], FrontApp]:
 
 async def serve(settings: Settings) -> None:
     server, _ = build_server(settings)
+    signalled: list[signal.Signals] = []
     async with stdio_server() as (raw_read_stream, write_stream):
-        async with answer_unreadable_lines(raw_read_stream, write_stream) as read_stream:
+        async with answer_unreadable_lines(raw_read_stream, write_stream) as read_stream, anyio.create_task_group() as tg:
+            tg.start_soon(stop_on_signals, tg.cancel_scope, signalled)
             await server.run(read_stream, write_stream, server.create_initialization_options())
+            tg.cancel_scope.cancel()
+        if signalled:
+            # The server has stopped, its worker included.  The thread reading stdin waits in a
+            # read no client will answer and cannot be cancelled: leave without waiting for it.
+            log.info("stopped after %s", signalled[0].name)
+            logging.shutdown()
+            os._exit(0)
+
+
+async def stop_on_signals(scope: anyio.CancelScope, signalled: list[signal.Signals]) -> None:
+    """SIGTERM, SIGHUP or SIGINT (a client stopping its server: the TypeScript SDK two seconds after
+    closing stdin, `docker stop`) ends the session as the end of stdin does: the worker stops
+    gracefully, and the last user of the embedded engine stops it.  Before, the front died at once
+    and its worker with it (SIGKILL, `stdio_guard.die_with_parent`), leaving the engine running.
+    A second signal, once this one is handled, stops the front at once."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP, signal.SIGINT) as signals:
+        async for received in signals:
+            signalled.append(signal.Signals(received))
+            log.info("%s received: stopping", signalled[0].name)
+            scope.cancel()
+            return
 
 
 async def serve_over_http(settings: Settings) -> None:

@@ -122,12 +122,14 @@ class WorkerSupervisor:
         self._running = True
         try:
             async with anyio.create_task_group() as tg:  # the workers' pipes are served here
-                with self._loop_scope:
-                    await self._supervise(tg)
-                self._set_state(WorkerState.STOPPED)
-                with anyio.CancelScope(shield=True):
-                    await self._stop_current()
-                tg.cancel_scope.cancel()
+                try:
+                    with self._loop_scope:
+                        await self._supervise(tg)
+                finally:  # `stop()`, or the front cancelled from outside (a signal): the worker stops gracefully
+                    self._set_state(WorkerState.STOPPED)
+                    with anyio.CancelScope(shield=True):
+                        await self._stop_current()
+                    tg.cancel_scope.cancel()
         finally:
             self._stopped.set()
 

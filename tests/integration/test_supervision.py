@@ -3,6 +3,7 @@ never becomes ready, a restart storm, recycling, and the front dying (SPEC §2).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -175,6 +176,48 @@ async def test_closing_stdin_stops_the_worker(home: Path) -> None:
     async with running_server(home) as client:
         pid = await client.worker_pid()
     assert process_gone(pid)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_to_the_front_stops_it_its_worker_and_the_embedded_engine_gracefully(home: Path, signum: int) -> None:
+    """A client that stops its stdio server with a signal (the TypeScript SDK two seconds after
+    closing stdin, `docker stop`) gets what closing stdin gets: the worker stops gracefully and,
+    as the engine's last user, stops it.  Before, the front died at once, its worker was killed
+    with it, and the engine was left running."""
+    from rag_worker.storage.embedded_engine import read_postmaster
+
+    data = home / "data"
+    front = subprocess.Popen(
+        [PYTHON, "-m", "mcp_front"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=client_env(home, WORKING_DIR=str(data)),
+        cwd=home,
+    )
+    assert front.stdin is not None and front.stdout is not None
+    try:
+        for message in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "lightrag_list_documents", "arguments": {}}},
+        ):
+            front.stdin.write(json.dumps(message).encode() + b"\n")
+            front.stdin.flush()
+            if "id" in message:
+                assert json.loads(front.stdout.readline())["id"] == message["id"]
+        worker = psutil.Process(front.pid).children()[0]
+        engine = read_postmaster(data / "engine")
+        assert engine is not None and psutil.pid_exists(engine[0])
+
+        front.send_signal(signum)
+        assert front.wait(30) == 0
+        assert process_gone(worker.pid) and process_gone(engine[0])
+        assert read_postmaster(data / "engine") is None  # stopped, not killed: no pid file left
+    finally:
+        if front.poll() is None:
+            front.kill()
 
 
 def test_a_sigkilled_front_leaves_no_orphan_worker(home: Path) -> None:
