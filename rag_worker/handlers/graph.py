@@ -23,7 +23,7 @@ from rag_worker.graph import messages
 from rag_worker.graph.browse import GraphFilters, Selection, select_neighbourhood, select_whole
 from rag_worker.graph.exports import EXTENSIONS, edge_record, json_safe, mermaid_warnings, node_record, render
 from rag_worker.graph.files import preview, write_export
-from rag_worker.graph.relationships import MAX_VISITED, RelationFilters, hop_record, walk
+from rag_worker.graph.relationships import RelationFilters, hop_record, walk
 from rag_worker.graph.search import (
     SearchOutcome,
     SearchRequest,
@@ -358,9 +358,9 @@ async def entity_relationships(ctx: RequestContext, args: dict[str, Any]) -> dic
 
 async def _around(ctx: RequestContext, rag: Any, requested: str, max_depth: int) -> tuple[GraphSnapshot, str]:
     """The graph around the entity `requested` names (as given, else its one case-insensitive match)
-    and its stored name: the part within `max_depth` hops where the storage reads one
+    and its stored name: the part a walk of `max_depth` hops needs where the storage reads one
     (`read_neighbourhood`), else the whole graph.  ENTITY_NOT_FOUND names the closest names."""
-    part = await read_neighbourhood(ctx, rag, requested, max_depth, MAX_VISITED)
+    part = await read_neighbourhood(ctx, rag, requested, max_depth)
     if part is not None:
         return part, requested
     entities = await read_entities(ctx, rag)
@@ -375,7 +375,7 @@ async def _around(ctx: RequestContext, rag: Any, requested: str, max_depth: int)
         raise await _not_found(ctx, entities, requested)
     if isinstance(entities, GraphSnapshot):
         return entities, name
-    part = await read_neighbourhood(ctx, rag, name, max_depth, MAX_VISITED)
+    part = await read_neighbourhood(ctx, rag, name, max_depth)
     return part or await read_snapshot(ctx, rag), name
 
 

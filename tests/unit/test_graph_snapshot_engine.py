@@ -135,13 +135,13 @@ async def test_a_walk_over_the_part_around_an_entity_finds_what_it_finds_over_th
     ]
     for name in names:
         for depth in (1, 2, 3):
-            part = await read_neighbourhood(ctx, graph, name, depth, most=20_000)
+            part = await read_neighbourhood(ctx, graph, name, depth)
             assert part is not None
             assert part.degree(name) == whole.degree(name) and part.nodes[name] == whole.nodes[name]
             for chosen in filters:
                 assert walk(part, name, chosen, depth) == walk(whole, name, chosen, depth), (name, depth)
             reached = {hop.reached for hop in walk(part, name, filters[0], depth).hops}
             assert {n: part.degree(n) for n in reached} == {n: whole.degree(n) for n in reached}
-    assert await read_neighbourhood(ctx, graph, "e01", 1, most=20_000) is None  # only the exact name
-    assert await read_neighbourhood(ctx, graph, "nobody", 1, most=20_000) is None
-    assert await read_neighbourhood(ctx, graph, "E01", 3, most=5) is None  # too wide before the last hop: read whole
+    assert await read_neighbourhood(ctx, graph, "e01", 1) is None  # only the exact name
+    assert await read_neighbourhood(ctx, graph, "nobody", 1) is None
+    assert await read_neighbourhood(ctx, graph, "E01", 3, most_edges=5) is whole  # too wide: the whole graph, kept
