@@ -245,15 +245,21 @@ _VERSION_SQL = version_sql(
     ("lightrag_graph_nodes", "workspace = $1 AND namespace = $2"),
     ("lightrag_graph_edges", "workspace = $1 AND namespace = $2"),
 )
-#: Each entity's number of relations, as `GraphSnapshot.degree` counts them (LightRAG keeps one row
-#: per relation, a self-relation counted once).
-_DEGREES_SQL = """
-SELECT id, count(*) AS degree FROM (
-    SELECT src_id AS id FROM lightrag_graph_edges WHERE workspace = $1 AND namespace = $2
-    UNION ALL
-    SELECT tgt_id FROM lightrag_graph_edges WHERE workspace = $1 AND namespace = $2 AND tgt_id <> src_id
-) ends GROUP BY id
-"""
+
+
+def _degrees_sql(among: str = "") -> str:
+    """Each entity's number of relations, as `GraphSnapshot.degree` counts them (LightRAG keeps one
+    row per relation, a self-relation counted once); `among` restricts the ends (`{end}` = ANY($3))."""
+    where = "workspace = $1 AND namespace = $2"
+    return (
+        f"SELECT id, count(*) AS degree FROM ("
+        f"SELECT src_id AS id FROM lightrag_graph_edges WHERE {where}{among.format(end='src_id')} UNION ALL "
+        f"SELECT tgt_id FROM lightrag_graph_edges WHERE {where}{among.format(end='tgt_id')} AND tgt_id <> src_id"
+        f") ends GROUP BY id"
+    )
+
+
+_DEGREES_SQL = _degrees_sql()
 
 
 #: A walk whose entities to expand hold more relations than this reads the whole graph (kept for
@@ -265,19 +271,18 @@ _EDGES_OF_SQL = (
     "SELECT src_id, tgt_id, properties FROM lightrag_graph_edges "
     "WHERE workspace = $1 AND namespace = $2 AND (src_id = ANY($3) OR tgt_id = ANY($3))"
 )
-_DEGREES_OF_SQL = """
-SELECT id, count(*) AS degree FROM (
-    SELECT src_id AS id FROM lightrag_graph_edges WHERE workspace = $1 AND namespace = $2 AND src_id = ANY($3)
-    UNION ALL
-    SELECT tgt_id FROM lightrag_graph_edges
-    WHERE workspace = $1 AND namespace = $2 AND tgt_id = ANY($3) AND tgt_id <> src_id
-) ends GROUP BY id
-"""
+_DEGREES_OF_SQL = _degrees_sql(" AND {end} = ANY($3)")
+
+
+def _table_graph(storage: Any) -> bool:
+    """LightRAG's PostgreSQL table graph (the embedded engine's): it answers version, degree and
+    neighbourhood queries."""
+    return type(storage).__name__ == "PGTableGraphStorage"
 
 
 async def graph_version(storage: Any) -> str | None:
     """A value that changes whenever the graph does, or None where no cheap one exists."""
-    if type(storage).__name__ != "PGTableGraphStorage":
+    if not _table_graph(storage):
         return None
     rows = await storage._fetch(_VERSION_SQL, storage.workspace, storage.namespace)
     return str(rows[0]["version"]) if rows else None
@@ -305,7 +310,7 @@ async def read_entities(ctx: Any, rag: Any) -> Entities:
     relations.  The relations are most of a whole read (at 10,000 documents 224,000 of them
     against 38,000 entities: 4.5-6 s after each indexed document).  Elsewhere the whole snapshot."""
     storage = rag.chunk_entity_relation_graph
-    if type(storage).__name__ != "PGTableGraphStorage":
+    if not _table_graph(storage):
         return await read_snapshot(ctx, rag)
     with _graph_access():
         version = await graph_version(storage)
@@ -329,7 +334,7 @@ async def read_neighbourhood(ctx: Any, rag: Any, name: str, depth: int, most_edg
     document names reach most of the graph).  None where the graph is another storage or has no
     entity named exactly `name`."""
     storage = rag.chunk_entity_relation_graph
-    if type(storage).__name__ != "PGTableGraphStorage":
+    if not _table_graph(storage):
         return None
     where = (storage.workspace, storage.namespace)
     with _graph_access():

@@ -268,8 +268,7 @@ class EngineRegistry:
         and indexing resumes.  The old version a queued new one waits for is the remover's."""
         interrupted = [doc_id for doc_id in entry.deletes.pending() if doc_id not in entry.intake.awaiting_removal]
         if not interrupted:
-            self._indexing.remove_previous_versions(entry)
-            await self._indexing.resume_unfinished(entry)
+            await self._resume_indexing(entry)
             return
         for doc_id in interrupted:
             row = await entry.status_row(doc_id) or {}
@@ -288,11 +287,15 @@ class EngineRegistry:
                 holding.set()
                 for doc_id in interrupted:
                     entry.deleting.pop(doc_id, None)
-            self._indexing.remove_previous_versions(entry)
-            await self._indexing.resume_unfinished(entry)
+            await self._resume_indexing(entry)
 
         self._spawn(finish)
         await holding.wait()  # nobody else has the workspace yet: the deletes hold its ingest lock first
+
+    async def _resume_indexing(self, entry: Workspace) -> None:
+        """The old versions replaced documents wait for go, and unfinished documents are processed."""
+        self._indexing.remove_previous_versions(entry)
+        await self._indexing.resume_unfinished(entry)
 
     def start_processing(self, entry: Workspace) -> None:
         """Hand what the intake queue holds to LightRAG and keep its pipeline running (`Indexing.start`),

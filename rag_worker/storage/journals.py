@@ -4,8 +4,9 @@ LightRAG's delete touches several stores and saves them together at the end; a w
 in the middle of that save can leave a document listed as processed whose passages are gone.
 So the id is written down (durably) before LightRAG starts and crossed out when it reports
 the document gone; a workspace that opens with ids still written down deletes them, in the
-background before indexing resumes (`rag_worker.storage.removal.finish_interrupted_deletes`).  The caller asked for the delete, so
-finishing it is the consistent outcome; LightRAG's own delete journal makes the retry safe.
+background before indexing resumes (`rag_worker.storage.removal.finish_interrupted_deletes`).
+The caller asked for the delete, so finishing it is the consistent outcome; LightRAG's own delete
+journal makes the retry safe.
 """
 
 from __future__ import annotations
