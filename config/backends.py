@@ -64,6 +64,14 @@ class Backend:
         return self.address is None
 
 
+#: pgvector's HNSW scan hands a query `hnsw.ef_search` (40) rows nearest in the whole table, and
+#: LightRAG's `WHERE workspace = $1` then drops other knowledge bases' rows: a knowledge base
+#: sharing its tables with others (every user of one embedded engine, or of one server) got a
+#: few of the `top_k` rows it asked for.  pgvector 0.8's iterative scan reads on until the
+#: filtered rows fill the limit (relaxed: rows found late may come slightly out of order).  An
+#: older pgvector ignores the setting with a warning in the server's log.
+VECTOR_SEARCH_SETTINGS = {"hnsw.iterative_scan": "relaxed_order"}
+
 LOCAL = {"kv": "JsonKVStorage", "vector": "NanoVectorDBStorage", "graph": "NetworkXStorage", "doc_status": "JsonDocStatusStorage"}
 
 BACKENDS: tuple[Backend, ...] = (
@@ -91,6 +99,9 @@ BACKENDS: tuple[Backend, ...] = (
             "POSTGRES_CONNECTION_RETRIES": "3",
             "POSTGRES_CONNECTION_RETRY_BACKOFF": "0.5",
             "POSTGRES_CONNECTION_RETRY_BACKOFF_MAX": "2",
+            # the session settings LightRAG's pool asks for ("name=value&..."); an administrator's
+            # own POSTGRES_SERVER_SETTINGS replaces them
+            "POSTGRES_SERVER_SETTINGS": "&".join(f"{name}={value}" for name, value in VECTOR_SEARCH_SETTINGS.items()),
         },
         class_notes={"PGGraphStorage": "Apache AGE"},
     ),

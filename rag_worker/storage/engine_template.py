@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from config.backends import VECTOR_SEARCH_SETTINGS
+
 log = logging.getLogger("rag_worker.storage.embedded_engine")
 
 SERVER_USER = "pgserver"  # the user the library runs PostgreSQL as when the server runs as root
@@ -32,8 +34,15 @@ SERVER_USER = "pgserver"  # the user the library runs PostgreSQL as when the ser
 #: start: one server for every user of the data directory (50 LibreChat users × LightRAG's pool of
 #: POSTGRES_MAX_CONNECTIONS + a lock connection), no TCP, and at most 256 MB of write-ahead log
 #: between checkpoints (PostgreSQL's default of 1 GB made the log half of a 1,000-document
-#: knowledge base's disk).
-SERVER_SETTINGS = {"max_connections": "1000", "listen_addresses": "''", "max_wal_size": "256MB", "min_wal_size": "64MB"}
+#: knowledge base's disk), and vector searches that fill their limit with the rows of the knowledge
+#: base that asks when others share its tables (`config.backends.VECTOR_SEARCH_SETTINGS`).
+SERVER_SETTINGS = {
+    "max_connections": "1000",
+    "listen_addresses": "''",
+    "max_wal_size": "256MB",
+    "min_wal_size": "64MB",
+    **VECTOR_SEARCH_SETTINGS,
+}
 CONF_MARK = "# lightrag-mcp embedded engine"
 
 

@@ -39,9 +39,9 @@ class CountingEmbedder:
 
 
 @contextlib.asynccontextmanager
-async def counting_lightrag(working_dir: Path, workspace: str, **options: Any) -> AsyncIterator[Any]:
-    """A real LightRAG with the counting embedder (as `.test_embedder`) and no LLM; `options` go
-    to LightRAG (storages) except `model_name`, the embedding's."""
+async def counting_lightrag(working_dir: Path, workspace: str, embedder: Any = None, **options: Any) -> AsyncIterator[Any]:
+    """A real LightRAG with the counting embedder (or `embedder`, 8 dimensions; as `.test_embedder`)
+    and no LLM; `options` go to LightRAG (storages) except `model_name`, the embedding's."""
     from lightrag import LightRAG
     from lightrag.utils import EmbeddingFunc
 
@@ -50,7 +50,7 @@ async def counting_lightrag(working_dir: Path, workspace: str, **options: Any) -
     async def no_llm(*args: Any, **kwargs: Any) -> str:
         return ""
 
-    embedder = CountingEmbedder()
+    embedder = embedder or CountingEmbedder()
     named = {"model_name": options.pop("model_name")} if "model_name" in options else {}
     instance = LightRAG(
         working_dir=str(working_dir),

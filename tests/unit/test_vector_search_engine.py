@@ -1,0 +1,88 @@
+"""A knowledge base's vector search finds its nearest rows when other knowledge bases share its
+tables in one engine (LibreChat's users, one engine per data directory).
+
+LightRAG keeps every workspace's vectors in one table per kind and asks for a workspace's
+nearest rows with `WHERE workspace = $1 ... ORDER BY distance LIMIT top_k`.  pgvector's HNSW
+index hands the scan its `hnsw.ef_search` (40) nearest rows of the whole table and the filter
+then drops the other workspaces' rows: a knowledge base holding a tenth of a table got 3 to 6 of
+the 40 rows it asked for, 15 % of its true nearest (measured on a 5,000-document engine beside a
+second knowledge base).  pgvector 0.8's iterative scan goes on reading the index until the
+filtered rows fill the limit.  Real LightRAG on the real embedded engine."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.unit.test_vector_flush import counting_lightrag
+from tests.unit.test_vector_flush_engine import anyio_backend, engine_dir  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.anyio
+
+TOP_K = 40
+#: The small knowledge base holds 27 % of the table: enough for the planner to choose the HNSW
+#: index (it sorts a smaller share's rows itself, exactly, as it did for 11 % here).
+ROWS = {"big": 4000, "small": 1500}
+
+
+def vector(text: str) -> np.ndarray:
+    """A deterministic pseudo-random direction for a text (8 dimensions, the test model's)."""
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    return np.random.default_rng(seed).standard_normal(8).astype(np.float32)
+
+
+async def hashed(texts: list[str], **kwargs: Any) -> np.ndarray:
+    return np.array([vector(text) for text in texts])
+
+
+@pytest.fixture
+async def two_knowledge_bases(engine_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[dict[str, Any]]:  # noqa: F811
+    monkeypatch.chdir(tmp_path)  # LightRAG reads ./.env
+    run = uuid.uuid4().hex[:8]
+    async with (
+        counting_lightrag(tmp_path / "big", f"big_{run}", hashed, vector_storage="PGVectorStorage", model_name="hash8") as big,
+        counting_lightrag(tmp_path / "small", f"small_{run}", hashed, vector_storage="PGVectorStorage", model_name="hash8") as small,
+    ):
+        yield {"big": big, "small": small}
+
+
+async def test_a_small_knowledge_base_beside_a_big_one_gets_its_nearest_entities(two_knowledge_bases: dict[str, Any]) -> None:
+    for name, rag in two_knowledge_bases.items():
+        await rag.entities_vdb.upsert(
+            {f"ent-{name}-{n}": {"content": f"{name} entity {n}", "entity_name": f"{name} {n}", "source_id": "c1"} for n in range(ROWS[name])}
+        )
+        await rag.entities_vdb.index_done_callback()
+    small = two_knowledge_bases["small"].entities_vdb
+    await small.db.execute(f"ANALYZE {small.table_name}")  # the statistics autovacuum gathers in use
+    names = [f"small {n}" for n in range(ROWS["small"])]
+    stored = np.array([vector(f"small entity {n}") for n in range(ROWS["small"])])
+    stored /= np.linalg.norm(stored, axis=1, keepdims=True)
+    found = expected = 0
+    for question in range(20):
+        query = vector(f"question {question}")
+        similarity = stored @ (query / np.linalg.norm(query))
+        closer = [names[i] for i in np.argsort(-similarity)[:TOP_K] if 1 - similarity[i] < 1 - small.cosine_better_than_threshold]
+        rows = await small.query("", top_k=TOP_K, query_embedding=query.tolist())
+        got = [row["entity_name"] for row in rows]
+        assert len(got) == len(closer), f"question {question}: {len(got)} rows of the {len(closer)} nearest"
+        found += len(set(got) & set(closer))
+        expected += len(closer)
+    assert found / expected >= 0.9, f"recall {found / expected:.2f}"
+
+
+def test_a_server_configured_explicitly_is_asked_for_the_same_search_unless_its_administrator_chose(monkeypatch: pytest.MonkeyPatch) -> None:
+    from config.backends import VECTOR_SEARCH_SETTINGS
+    from config.settings import load_settings
+    from mcp_front.server import worker_environment
+
+    monkeypatch.delenv("POSTGRES_SERVER_SETTINGS", raising=False)
+    asked = worker_environment(load_settings({}))["POSTGRES_SERVER_SETTINGS"]
+    assert dict(pair.split("=", 1) for pair in asked.split("&")) == VECTOR_SEARCH_SETTINGS  # as LightRAG parses it
+    monkeypatch.setenv("POSTGRES_SERVER_SETTINGS", "search_path=rag")
+    assert worker_environment(load_settings({}))["POSTGRES_SERVER_SETTINGS"] == "search_path=rag"
