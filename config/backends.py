@@ -64,13 +64,20 @@ class Backend:
         return self.address is None
 
 
-#: pgvector's HNSW scan hands a query `hnsw.ef_search` (40) rows nearest in the whole table, and
-#: LightRAG's `WHERE workspace = $1` then drops other knowledge bases' rows: a knowledge base
-#: sharing its tables with others (every user of one embedded engine, or of one server) got a
-#: few of the `top_k` rows it asked for.  pgvector 0.8's iterative scan reads on until the
-#: filtered rows fill the limit (relaxed: rows found late may come slightly out of order).  An
-#: older pgvector ignores the setting with a warning in the server's log.
-VECTOR_SEARCH_SETTINGS = {"hnsw.iterative_scan": "relaxed_order"}
+#: How LightRAG's vector searches read pgvector's HNSW indexes (its `WHERE workspace = $1 ...
+#: ORDER BY distance LIMIT top_k`, top_k 40), measured on a 5,000-document engine with 200 text
+#: passages as questions:
+#: - `hnsw.ef_search`: how many candidates a search keeps.  pgvector's 40 found 64 % of the 40
+#:   nearest relations and 75 % of the 40 nearest entities; 400 finds 97 % and 99.7 % (93 % and 95 %
+#:   on the embedded engine's sparser indexes, `embedded_engine.HNSW_M`), for 9-16 ms a search
+#:   instead of 3 on 122,000 relations;
+#: - `hnsw.iterative_scan`: the filter drops other knowledge bases' rows from those candidates, so
+#:   one sharing its tables (every user of an embedded engine, or of a server) got a few of the
+#:   rows it asked for: 6 of 40 for one holding a tenth of the table.  pgvector 0.8's iterative
+#:   scan reads on until the filtered rows fill the limit (relaxed: rows found late may come
+#:   slightly out of order).
+#: An older pgvector ignores what it does not know, with a warning in the server's log.
+VECTOR_SEARCH_SETTINGS = {"hnsw.ef_search": "400", "hnsw.iterative_scan": "relaxed_order"}
 
 LOCAL = {"kv": "JsonKVStorage", "vector": "NanoVectorDBStorage", "graph": "NetworkXStorage", "doc_status": "JsonDocStatusStorage"}
 
