@@ -7,7 +7,9 @@ index hands the scan its `hnsw.ef_search` (40) nearest rows of the whole table a
 then drops the other workspaces' rows: a knowledge base holding a tenth of a table got 3 to 6 of
 the 40 rows it asked for, 15 % of its true nearest (measured on a 5,000-document engine beside a
 second knowledge base).  pgvector 0.8's iterative scan goes on reading the index until the
-filtered rows fill the limit.  Real LightRAG on the real embedded engine."""
+filtered rows fill the limit.  LightRAG's sessions also keep 400 candidates (`hnsw.ef_search`),
+and the engine's new indexes link 8 neighbours (`HNSW_M`).  Real LightRAG on the real embedded
+engine."""
 
 from __future__ import annotations
 
@@ -86,3 +88,14 @@ def test_a_server_configured_explicitly_is_asked_for_the_same_search_unless_its_
     assert dict(pair.split("=", 1) for pair in asked.split("&")) == VECTOR_SEARCH_SETTINGS  # as LightRAG parses it
     monkeypatch.setenv("POSTGRES_SERVER_SETTINGS", "search_path=rag")
     assert worker_environment(load_settings({}))["POSTGRES_SERVER_SETTINGS"] == "search_path=rag"
+
+
+async def test_the_engines_sessions_and_new_indexes_use_the_search_and_index_settings(two_knowledge_bases: dict[str, Any]) -> None:
+    from config.backends import VECTOR_SEARCH_SETTINGS
+    from rag_worker.storage.embedded_engine import HNSW_M
+
+    db = two_knowledge_bases["small"].entities_vdb.db  # LightRAG's own pool
+    for name, value in VECTOR_SEARCH_SETTINGS.items():
+        assert (await db.query(f"SHOW {name}"))[name] == value
+    index = await db.query("SELECT indexdef FROM pg_indexes WHERE indexname LIKE '%entity_hash8%hnsw%'")
+    assert f"m='{HNSW_M}'" in index["indexdef"]
