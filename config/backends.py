@@ -76,7 +76,9 @@ class Backend:
 #:   rows it asked for: 6 of 40 for one holding a tenth of the table.  pgvector 0.8's iterative
 #:   scan reads on until the filtered rows fill the limit (relaxed: rows found late may come
 #:   slightly out of order).
-#: An older pgvector ignores what it does not know, with a warning in the server's log.
+#: Checked on pgvector 0.8.0 (the test servers) and 0.8.5 (the engine), not on an older one, which
+#: has no iterative scan: where a server refuses the setting, its administrator sets
+#: POSTGRES_SERVER_SETTINGS (which replaces these).
 VECTOR_SEARCH_SETTINGS = {"hnsw.ef_search": "400", "hnsw.iterative_scan": "relaxed_order"}
 
 LOCAL = {"kv": "JsonKVStorage", "vector": "NanoVectorDBStorage", "graph": "NetworkXStorage", "doc_status": "JsonDocStatusStorage"}
