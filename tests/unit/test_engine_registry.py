@@ -148,6 +148,20 @@ async def test_the_least_recently_used_idle_workspace_closes_first_and_releases_
         assert holder is not None and holder["pid"] > 0
 
 
+async def test_the_sweep_hands_back_the_memory_of_graph_snapshots_it_lets_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """glibc keeps what a dropped snapshot freed (290 MB of RSS after a graph export at 5,000
+    documents) until it is trimmed; a sweep that lets none go trims nothing."""
+    import rag_worker.storage.engine as registry
+
+    trims: list[int] = []
+    monkeypatch.setattr(registry, "release_freed_memory", lambda: trims.append(1))
+    async with worker(tmp_path / "data") as state:
+        for let_go in (0, 2):
+            monkeypatch.setattr(registry, "forget_unused_snapshots", lambda let_go=let_go: let_go)
+            await state.engines.sweep()
+    assert trims == [1]
+
+
 @asynccontextmanager
 async def in_use(state: WorkerRuntime, how: str) -> AsyncIterator[Workspace]:
     """Workspace `ws_busy`, kept in use in one way (and only that way) while the block runs."""
