@@ -76,8 +76,8 @@ POOL_SIZE = "16"
 #: of what grows a document's cost: every merged entity or relation is a new index entry, and
 #: vacuuming the old one repairs the links that pointed to it.  With 8 links, on the vectors of a
 #: 5,000-document engine, an update costs 2.2 ms instead of 4.1 and a vacuumed row 19 ms instead of
-#: 43 (122,000 relations), 0.8 and 3.6 ms instead of 1.7 and 8.7 (29,000 entities).  A document
-#: grown from empty to 2,000 took 12 % less CPU (median per thousand).  Searches find 95 % of the 40
+#: 43 (122,000 relations), 0.8 and 3.6 ms instead of 1.7 and 8.7 (29,000 entities).  Grown from
+#: empty to 5,000 documents, each thousand took 7-14 % less CPU (median per document).  Searches find 95 % of the 40
 #: nearest relations and 98 % of the entities at 2,000 documents, with `hnsw.ef_search` 400
 #: (`config.backends.VECTOR_SEARCH_SETTINGS`).
 HNSW_M = "8"
