@@ -38,6 +38,11 @@ _WORD_RE = re.compile(r"[^\W_]+")
 MAX_TERMS = 8
 #: A term in more than this share of the entries says nothing about any of them.
 COMMON_SHARE = 0.2
+#: The most entries a search's terms may match together, the rarest terms first. FTS5 ranks every
+#: entry a search matches (~3 µs each), and 40 hits of a term in thousands of entries are picked
+#: nearly at random: at 5,000 documents "Nimbus Scheduler" was in 3,353 passages (12 %) and 2,980
+#: relations, and its searches took 21 ms of a mix query.
+MAX_MATCHED = 1_000
 #: Function words of the languages users write in most (no stemming, so none of them is cut).
 _STOPWORDS = (
     """a an and are as at be but by did do does for from had has have how i in is it its me my
@@ -133,6 +138,19 @@ def match_expression(terms: Sequence[str]) -> str:
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
 
 
+def _rarest(terms: Sequence[str], counts: dict[str, int], common: int) -> list[str]:
+    """The terms in the index and not common, rarest first, while together they match at most
+    `MAX_MATCHED` entries."""
+    kept: list[str] = []
+    matched = 0
+    for term in sorted((t for t in terms if 0 < counts[t] <= common), key=counts.__getitem__):
+        matched += counts[term]
+        if matched > MAX_MATCHED:
+            break
+        kept.append(term)
+    return kept
+
+
 def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
@@ -151,7 +169,6 @@ _SCHEMA = [
     "CREATE INDEX IF NOT EXISTS entries_tgt ON entries(kind, tgt)",
     *(f"CREATE VIRTUAL TABLE IF NOT EXISTS fts_{kind} USING fts5(name, body, tokenize='{_TOKENIZER}')"
       for kind in KINDS),
-    *(f"CREATE VIRTUAL TABLE IF NOT EXISTS vocab_{kind} USING fts5vocab(fts_{kind}, 'row')" for kind in KINDS),
 ]
 
 
@@ -161,10 +178,6 @@ class Fts5LexicalIndex:
     def __init__(self, path: Path, read_only: bool = False) -> None:
         """`read_only`: open the file for reading only (an index nobody has built yet is empty)."""
         self.path = path
-        # Entries of each kind, kept between writes (a search weighs terms by them; counting ~200,000
-        # entries of a kind took ~7 ms a question at 5,000 documents).  Not kept by a reader: another
-        # process writes its file.
-        self._counts: dict[Kind, int] | None = None if read_only else {}
         if read_only and path.exists():
             self._db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
             self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -204,24 +217,31 @@ class Fts5LexicalIndex:
         """`(identifier hits, word hits)` for `question`, each best first (BM25, names weigh 2x).
 
         Identifier hits match the question's codes, numbers and addresses; word hits its rarest
-        content words (at most `MAX_TERMS`, none that is in over `COMMON_SHARE` of the entries)."""
+        content words (at most `MAX_TERMS`). Each side keeps the rarest terms that together match
+        at most `MAX_MATCHED` entries, none in over `COMMON_SHARE` of them. Every count stops at
+        its limit, so a search costs the same at 100 documents and at 10,000."""
         identifiers, words = question_terms(question)
-        total = self._count(kind)
-        if not total:
-            return [], []
-        ranked = self._rare(kind, identifiers + words, total)
-        ids = [t for t in ranked if t in identifiers]
-        rest = [t for t in ranked if t not in identifiers][:MAX_TERMS]
-        return self._match(kind, ids, limit), self._match(kind, rest, limit)
+        common = self._common_count(kind)
+        counts = self._entry_counts(kind, identifiers + words, common)
+        return (self._match(kind, _rarest(identifiers, counts, common), limit),
+                self._match(kind, _rarest(words, counts, common)[:MAX_TERMS], limit))
 
-    def _rare(self, kind: Kind, terms: list[str], total: int) -> list[str]:
-        """The terms present in the index and not common, the rarest first."""
-        if not terms:
-            return []
-        marks = ",".join("?" * len(terms))
-        counts = dict(self._db.execute(f"SELECT term, doc FROM vocab_{kind} WHERE term IN ({marks})", terms).fetchall())
-        kept = [t for t in terms if 0 < counts.get(t, 0) <= max(1, COMMON_SHARE * total)]
-        return sorted(kept, key=lambda t: counts[t])
+    def _common_count(self, kind: Kind) -> int:
+        """The entry count over which a term is common: `COMMON_SHARE` of the entries (at least 1;
+        0 in an empty index), and never over `MAX_MATCHED`."""
+        enough = int(MAX_MATCHED / COMMON_SHARE)
+        entries = self._bounded_count("SELECT 1 FROM entries WHERE kind = ?", (kind,), enough)
+        return min(MAX_MATCHED, max(1, int(COMMON_SHARE * entries))) if entries else 0
+
+    def _entry_counts(self, kind: Kind, terms: list[str], common: int) -> dict[str, int]:
+        """The entries of `kind` holding each term, counted up to `common` + 1."""
+        if not common:
+            return dict.fromkeys(terms, 0)
+        return {term: self._bounded_count(f"SELECT 1 FROM fts_{kind} WHERE fts_{kind} MATCH ?",
+                                          (match_expression([term]),), common + 1) for term in terms}
+
+    def _bounded_count(self, select: str, parameters: tuple[str, ...], most: int) -> int:
+        return int(self._db.execute(f"SELECT count(*) FROM ({select} LIMIT ?)", (*parameters, most)).fetchone()[0])
 
     def _match(self, kind: Kind, terms: list[str], limit: int) -> list[Hit]:
         if not terms or limit <= 0:
@@ -239,14 +259,6 @@ class Fts5LexicalIndex:
     def documents(self) -> set[str]:
         """The documents whose passages are indexed."""
         return {doc for (doc,) in self._db.execute("SELECT DISTINCT src FROM entries WHERE kind = 'passage'")}
-
-    def _count(self, kind: Kind) -> int:
-        if self._counts is not None and kind in self._counts:
-            return self._counts[kind]
-        counted = int(self._db.execute("SELECT count(*) FROM entries WHERE kind = ?", (kind,)).fetchone()[0])
-        if self._counts is not None:
-            self._counts[kind] = counted
-        return counted
 
     def built(self) -> bool:
         """Whether the index covers what the knowledge base held when it was first opened."""
@@ -272,8 +284,6 @@ class Fts5LexicalIndex:
             self._db.execute("DELETE FROM entries WHERE id = ?", row)
 
     def _transaction(self) -> _Transaction:
-        if self._counts is not None:
-            self._counts.clear()  # every write goes through a transaction
         return _Transaction(self._db)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_worker.storage import lexical_index
 from rag_worker.storage.hybrid import fused_keys
 from rag_worker.storage.lexical_index import Entry, Fts5LexicalIndex, match_expression, question_terms
 
@@ -72,6 +73,24 @@ def test_what_is_common_follows_every_write_to_the_index(index: Fts5LexicalIndex
     assert first(index, "Brenner") is not None  # 3 of 27
     index.clear()
     assert first(index, "Brenner") is None
+
+
+def test_a_search_matches_at_most_max_matched_entries_the_rarest_terms_first(
+        index: Fts5LexicalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A term under `COMMON_SHARE` but in more entries than a search may rank is left out (its
+    hits would be picked nearly at random); the rarer terms fill that budget first."""
+    index.add([Entry("passage", f"f{n}", "filler") for n in range(60)])
+    index.add([Entry("passage", f"b{n}", "Brenner checked the valves") for n in range(8)])  # brenner: 9 of 77
+    index.add([Entry("passage", f"p{n}", "the pumps ran") for n in range(4)])
+
+    def words(question: str) -> set[str]:
+        return {hit.key for hit in index.search("passage", question, 20)[1]}
+
+    monkeypatch.setattr(lexical_index, "MAX_MATCHED", 10)
+    assert words("Brenner") == {"r3", *(f"b{n}" for n in range(8))}
+    assert words("Brenner pumps Kläranlage") == {"r3", "p0", "p1", "p2", "p3"}  # 1 + 4, and brenner's 9 over 10
+    monkeypatch.setattr(lexical_index, "MAX_MATCHED", 5)
+    assert words("Brenner") == set()  # 12 % of the entries, and over the budget
 
 
 @pytest.mark.parametrize("question", [
