@@ -34,6 +34,7 @@ from rag_worker.embedded.embedding_lanes import release_freed_memory
 from rag_worker.graph.snapshot import forget_unused as forget_unused_snapshots
 from rag_worker.storage.catalog import DocumentCatalog, document_name
 from rag_worker.storage.embedded_engine import EmbeddedEngine
+from rag_worker.storage.engine_template import apply_table_settings
 from rag_worker.storage.indexing_runs import Indexing, Spawn
 from rag_worker.storage.intake import IntakeQueue, recover
 from rag_worker.storage.journals import DeleteJournal
@@ -254,6 +255,10 @@ class EngineRegistry:
                     rag = await new_lightrag(self._root, workspace, components, read_only=read_only, **storages.as_kwargs())
                     catalog = DocumentCatalog(rag)
                     await catalog.initialize()
+                    if storages.embedded and not read_only:
+                        tuned = await apply_table_settings(rag.doc_status.db)
+                        if tuned:
+                            log.info("autovacuum settings given to %d tables of the engine", len(tuned))
         finally:
             if announce is not None:
                 await announce(0, "opened")

@@ -44,6 +44,16 @@ SERVER_SETTINGS = {
     **VECTOR_SEARCH_SETTINGS,
 }
 CONF_MARK = "# lightrag-mcp embedded engine"
+#: Each table's own autovacuum, for every table but the vector tables: a vacuum at 1 % of its rows
+#: changed or inserted rather than PostgreSQL's 20 %.  A vacuum marks pages all-visible, and only
+#: there can LightRAG's graph queries count an entity's relations from the index alone: at 5,000
+#: documents 29 % of the relation table's pages were, and the degree counts of a local question
+#: naming a common word read 16,000 rows from the table (94 → 54 ms after a vacuum, which took
+#: 0.26 s).  The vector tables keep 20 %: each vacuum of their HNSW index mends the graph around
+#: every removed row, about 40 s of the engine's CPU at 5,000 documents however few rows it removes.
+TABLE_SETTINGS = {"autovacuum_vacuum_scale_factor": "0.01", "autovacuum_vacuum_insert_scale_factor": "0.01"}
+#: How long a setting waits for a vacuum of that table that runs (it is tried at the next opening).
+TABLE_SETTINGS_WAIT = "2s"
 
 
 def create_data_directory(data_dir: Path, get_server: Any) -> None:
@@ -123,3 +133,40 @@ def apply_settings(data_dir: Path) -> None:
     if marked and marked + tail == ours:
         return
     conf.write_text((head if marked else text + "\n") + ours)
+
+
+async def apply_table_settings(db: Any) -> list[str]:
+    """Give `TABLE_SETTINGS` to the engine's tables that lack them, the vector tables (those
+    with an HNSW index) left out; returns the tables set.  `db` is LightRAG's client."""
+    wanted = [f"{name}={value}" for name, value in TABLE_SETTINGS.items()]
+    try:
+        return await _set_where_missing(db, wanted)
+    except Exception as exc:  # noqa: BLE001 - a setting for speed, never a reason to fail the opening
+        log.warning("autovacuum settings of the engine's tables not given: %s", exc)
+        return []
+
+
+async def _set_where_missing(db: Any, wanted: list[str]) -> list[str]:
+    rows = await db.query(
+        """SELECT c.relname FROM pg_class c
+           WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
+             AND NOT coalesce(c.reloptions, '{}') @> $1::text[]
+             AND NOT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid
+                             JOIN pg_am a ON a.oid = x.relam WHERE i.indrelid = c.oid AND a.amname = 'hnsw')
+           ORDER BY c.relname""",
+        [wanted],
+        multirows=True,
+    )
+    names = [row["relname"] for row in rows or ()]
+    options = ", ".join(wanted)
+    set_now: list[str] = []
+    async with db.pool.acquire() as connection:
+        for name in names:
+            try:
+                async with connection.transaction():
+                    await connection.execute(f"SET LOCAL lock_timeout = '{TABLE_SETTINGS_WAIT}'")
+                    await connection.execute(f'ALTER TABLE "{name}" SET ({options})')
+                set_now.append(name)
+            except Exception as exc:  # noqa: BLE001 - e.g. a vacuum of the table ran on: tried at the next opening
+                log.info("autovacuum settings of %s left for later: %s", name, exc)
+    return set_now

@@ -99,3 +99,25 @@ async def test_the_engines_sessions_and_new_indexes_use_the_search_and_index_set
         assert (await db.query(f"SHOW {name}"))[name] == value
     index = await db.query("SELECT indexdef FROM pg_indexes WHERE indexname LIKE '%entity_hash8%hnsw%'")
     assert f"m='{HNSW_M}'" in index["indexdef"]
+
+
+async def test_the_engines_tables_but_the_vector_tables_are_vacuumed_at_one_percent(
+        engine_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """A vacuum marks pages all-visible, where LightRAG's graph counts relations from the index
+    alone; the vector tables keep PostgreSQL's 20 % (each vacuum of an HNSW index is costly)."""
+    from rag_worker.storage.engine_template import TABLE_SETTINGS, apply_table_settings
+
+    monkeypatch.chdir(tmp_path)  # LightRAG reads ./.env
+    options = {"vector_storage": "PGVectorStorage", "graph_storage": "PGTableGraphStorage", "model_name": "tune8"}
+    async with counting_lightrag(tmp_path, f"v_{uuid.uuid4().hex[:8]}", **options) as rag:
+        db = rag.entities_vdb.db
+        tuned = await apply_table_settings(db)
+        assert "lightrag_graph_edges" in tuned and "lightrag_graph_nodes" in tuned
+        assert await apply_table_settings(db) == []  # set once
+        rows = await db.query("SELECT relname, reloptions FROM pg_class WHERE relname LIKE 'lightrag_%' AND relkind = 'r'",
+                              multirows=True)
+        options_of = {row["relname"]: set(row["reloptions"] or ()) for row in rows}
+        wanted = {f"{name}={value}" for name, value in TABLE_SETTINGS.items()}
+        vector_tables = {name for name in options_of if name.startswith("lightrag_vdb_")}
+        assert vector_tables and all(not options_of[name] for name in vector_tables)
+        assert all(wanted <= options_of[name] for name in set(options_of) - vector_tables)
