@@ -190,7 +190,7 @@ class Fts5LexicalIndex:
         """Index `entries`, replacing what was indexed under the same kind and key."""
         if not entries:
             return
-        with self._transaction():
+        with _Transaction(self._db):
             for entry in entries:
                 self._delete(entry.kind, entry.key)
                 rowid = self._db.execute(
@@ -201,13 +201,13 @@ class Fts5LexicalIndex:
                                  (rowid, index_text(entry.name), index_text(entry.text)))
 
     def remove(self, kind: Kind, keys: Iterable[str]) -> None:
-        with self._transaction():
+        with _Transaction(self._db):
             for key in keys:
                 self._delete(kind, key)
 
     def remove_relations_of(self, entity_name: str) -> None:
         """Remove the relations that have `entity_name` at either end."""
-        with self._transaction():
+        with _Transaction(self._db):
             rows = self._db.execute("SELECT key FROM entries WHERE kind = 'relation' AND (src = ? OR tgt = ?)",
                                     (entity_name, entity_name)).fetchall()
             for (key,) in rows:
@@ -268,7 +268,7 @@ class Fts5LexicalIndex:
         self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('built', '1')")
 
     def clear(self) -> None:
-        with self._transaction():
+        with _Transaction(self._db):
             self._db.execute("DELETE FROM entries")
             self._db.execute("DELETE FROM meta")
             for kind in KINDS:
@@ -282,9 +282,6 @@ class Fts5LexicalIndex:
         if row is not None:
             self._db.execute(f"DELETE FROM fts_{kind} WHERE rowid = ?", row)
             self._db.execute("DELETE FROM entries WHERE id = ?", row)
-
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self._db)
 
 
 class _Transaction:
