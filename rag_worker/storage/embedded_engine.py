@@ -328,7 +328,12 @@ def _serves(pid: int, data_dir: Path) -> bool:
         process = psutil.Process(pid)
         if process.name() != "postgres":
             return False
+    except psutil.Error:
+        return False
+    try:
         arguments = process.cmdline()
+    except psutil.AccessDenied:
+        return True  # a live server whose command line this user may not read: taken as ours, as before
     except psutil.Error:
         return False
     # pg_ctl starts the server with -D; the command line is readable whoever runs it.
