@@ -135,8 +135,9 @@ class EmbeddedEngine:
         return self._info.describe(show_paths)
 
     def alive(self) -> bool:
-        """The server this process connected to still runs (a cheap check, no connection)."""
-        return self._info is not None and _serves(self._info.pid, self.data_dir)
+        """The server this process connected to still runs (a cheap check, no connection: its
+        data directory was checked when it was joined)."""
+        return self._info is not None and _postgres_running(self._info.pid)
 
     async def ensure_running(self) -> EngineInfo:
         """Start the engine, or join the one running; restart it when it died.  STORAGE_ERROR on failure."""
@@ -324,14 +325,10 @@ def _serves(pid: int, data_dir: Path) -> bool:
     copy's processes joined it, wrote to the original's knowledge base and stopped it."""
     import psutil
 
-    try:
-        process = psutil.Process(pid)
-        if process.name() != "postgres":
-            return False
-    except psutil.Error:
+    if not _postgres_running(pid):
         return False
     try:
-        arguments = process.cmdline()
+        arguments = psutil.Process(pid).cmdline()
     except psutil.AccessDenied:
         return True  # a live server whose command line this user may not read: taken as ours, as before
     except psutil.Error:
@@ -339,6 +336,16 @@ def _serves(pid: int, data_dir: Path) -> bool:
     # pg_ctl starts the server with -D; the command line is readable whoever runs it.
     served = arguments[arguments.index("-D") + 1] if "-D" in arguments[:-1] else None
     return served is not None and Path(served).resolve() == data_dir.resolve()
+
+
+def _postgres_running(pid: int) -> bool:
+    """`pid` is a live PostgreSQL server (not a pid reused by another program since)."""
+    import psutil
+
+    try:
+        return bool(psutil.Process(pid).name() == "postgres")
+    except psutil.Error:
+        return False
 
 
 def read_postmaster(data_dir: Path) -> tuple[int, Path | None, float] | None:

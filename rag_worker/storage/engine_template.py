@@ -158,6 +158,8 @@ async def _set_where_missing(db: Any, wanted: list[str]) -> list[str]:
         multirows=True,
     )
     names = [row["relname"] for row in rows or ()]
+    if not names:
+        return []
     options = ", ".join(wanted)
     set_now: list[str] = []
     async with db.pool.acquire() as connection:
