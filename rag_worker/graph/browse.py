@@ -1,11 +1,13 @@
 """Choosing the part of the graph a call asks for: the whole graph (most connected first),
 the entities of one type, or the neighbourhood of one or more center entities.
 
-Pure functions over a `GraphSnapshot`; they run in a worker thread.
+Pure functions over a `GraphSnapshot`; they run in a worker thread.  Over a part of the graph
+they ask for the relations they need (`GraphSnapshot.need_relations`) before reading them.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,9 +72,13 @@ class Selection:
         return bool(self.reasons)
 
 
-def _by_degree(snapshot: GraphSnapshot, names: Iterable[str]) -> list[str]:
-    """Most connected first, then by name (LightRAG's own order)."""
-    return sorted(names, key=lambda name: (-snapshot.degree(name), name))
+def _by_degree(snapshot: GraphSnapshot, names: Iterable[str], most: int | None = None) -> list[str]:
+    """Most connected first, then by name (LightRAG's own order); only the first `most` if given."""
+
+    def key(name: str) -> tuple[int, str]:
+        return -snapshot.degree(name), name
+
+    return sorted(names, key=key) if most is None else heapq.nsmallest(most, names, key=key)
 
 
 def select_whole(
@@ -86,11 +92,10 @@ def select_whole(
         if filters.node_ok(snapshot, name)
         and (wanted_type is None or snapshot.node_type(name).casefold() == wanted_type)
     ]
-    ordered = _by_degree(snapshot, eligible)
-    selection = Selection(ordered[:max_nodes], [])
-    if len(ordered) > max_nodes:
+    selection = Selection(_by_degree(snapshot, eligible, max_nodes), [])
+    if len(eligible) > max_nodes:
         selection.reasons.append(
-            f"max_nodes={max_nodes} kept the {max_nodes} most connected of {len(ordered)} entities"
+            f"max_nodes={max_nodes} kept the {max_nodes} most connected of {len(eligible)} entities"
         )
     _attach_edges(snapshot, filters, selection, max_edges, preferred=[])
     return selection
@@ -131,6 +136,7 @@ def select_neighbourhood(
         if cut:
             break
         following: list[str] = []
+        snapshot.need_relations(level)
         for name in level:
             for edge in snapshot.incident(name):
                 neighbour = edge.other(name)
@@ -157,6 +163,7 @@ def _attach_edges(
     snapshot: GraphSnapshot, filters: GraphFilters, selection: Selection, max_edges: int, preferred: list[Edge]
 ) -> None:
     """Relations among the chosen entities: the preferred ones first, then the strongest."""
+    snapshot.need_relations(selection.nodes, among=True)
     chosen = set(selection.nodes)
     preferred_ids = {edge.id for edge in preferred}
     others: dict[str, Edge] = {}

@@ -8,7 +8,9 @@ On LightRAG's PostgreSQL table graph (the embedded engine's) that read is the co
 graph tool: 0.65-1.9 s at 1,000 documents, most of it decoding each row's JSON.  There a
 snapshot is kept (the last few workspaces') with the graph's version (`row_versions`: one
 aggregate query over the two tables), and reused while the version is the same.  Entity search
-reads there only the entities and their relation counts (`read_entities`).  Snapshots are read-only.
+reads there only the entities and their relation counts (`read_entities`), and a graph export
+starts from every entity's type and relation count (`read_part`) and reads the relations its
+selection asks for (`select_over`).  Whole snapshots are read-only.
 
 Edge orientation: LightRAG's relations are undirected (the default storage is a NetworkX
 `Graph`); an edge's `source` → `target` is the order the storage reports it in, which is
@@ -22,10 +24,10 @@ import math
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from protocol import ErrorCode, RagError
 from rag_worker.storage.row_versions import version_sql
@@ -110,6 +112,15 @@ class Edge:
     def has_keyword(self, wanted: frozenset[str]) -> bool:
         return any(keyword.casefold() in wanted for keyword in self.keywords)
 
+    @classmethod
+    def read(cls, raw: dict[str, Any]) -> Edge | None:
+        """A relation as a storage reports it (`source`, `target` and its properties); None without both ends."""
+        attrs = dict(raw)
+        source, target = str(attrs.pop("source", "")), str(attrs.pop("target", ""))
+        if not source or not target:
+            return None
+        return cls(source, target, attrs, tuple(split_keywords(attrs.get("keywords"))), number_or_none(attrs.get("weight")))
+
 
 class Entities(Protocol):
     """What entity search reads: entities by name, each one's type and number of relations, and
@@ -173,52 +184,93 @@ def _nodes_by_name(raw_nodes: Iterable[dict[str, Any]]) -> dict[str, dict[str, A
     return nodes
 
 
+class MissingRelations(Exception):
+    """A selection over a part of the graph (`read_part`) needs relations the part does not hold
+    yet: every relation of `names`, or (`among`) those between them."""
+
+    def __init__(self, names: list[str], among: bool) -> None:
+        super().__init__(f"{len(names)} entities' relations{' among them' if among else ''}")
+        self.names, self.among = names, among
+
+
 @dataclass
 class GraphSnapshot(_Named):
-    """Nodes by name, edges in storage order, and each node's incident edges; for a part of the
-    graph (`read_neighbourhood`), each node's relation count in the whole graph (`degrees`)."""
+    """Nodes by name, edges in storage order, and each node's incident edges.
+
+    A part of the graph also has each node's relation count in the whole graph (`degrees`).  A part
+    to select from (`read_part`) holds every entity (with its type only, until a selection chose
+    it), the whole graph's sizes (`totals`) and the relations read so far (their keywords and
+    weight only): all those of the entities in `held`, and those between the entities of each set
+    in `held_among`.  Its incident edges are in storage order too, so a selection over it is the
+    one over the whole."""
 
     nodes: dict[str, dict[str, Any]]
     edges: list[Edge]
     adjacency: dict[str, list[int]] = field(default_factory=dict)
     degrees: dict[str, int] | None = None
+    held: set[str] | None = None
+    held_among: list[frozenset[str]] = field(default_factory=list)
+    totals: tuple[int, int] | None = None
+    _pairs: set[tuple[str, str]] = field(default_factory=set, repr=False)
 
     @classmethod
     def build(cls, raw_nodes: Iterable[dict[str, Any]], raw_edges: Iterable[dict[str, Any]]) -> GraphSnapshot:
         nodes = _nodes_by_name(raw_nodes)
-        edges: list[Edge] = []
-        adjacency: dict[str, list[int]] = {name: [] for name in nodes}
-        seen: set[tuple[str, str]] = set()
+        snapshot = cls(nodes, [], {name: [] for name in nodes})
+        snapshot.add_edges(raw_edges)
+        return snapshot
+
+    def add_edges(self, raw_edges: Iterable[dict[str, Any]]) -> set[str]:
+        """Index the relations not held yet; the entities that got one."""
+        touched: set[str] = set()
         for raw in raw_edges:
-            attrs = dict(raw)
-            source, target = str(attrs.pop("source", "")), str(attrs.pop("target", ""))
-            if not source or not target:
+            edge = Edge.read(raw)
+            if edge is None:
                 continue
+            source, target = edge.source, edge.target
             pair = (source, target) if source <= target else (target, source)
-            if pair in seen:  # an undirected relation reported twice by a directed backend
+            if pair in self._pairs:  # an undirected relation reported twice by a directed backend
                 continue
-            seen.add(pair)
+            self._pairs.add(pair)
             for end in (source, target):
-                if end not in nodes:
-                    nodes[end] = {"entity_id": end}
-                    adjacency[end] = []
-            index = len(edges)
-            edges.append(
-                Edge(
-                    source,
-                    target,
-                    attrs,
-                    tuple(split_keywords(attrs.get("keywords"))),
-                    number_or_none(attrs.get("weight")),
-                )
-            )
-            adjacency[source].append(index)
+                if end not in self.nodes:
+                    self.nodes[end] = {"entity_id": end}
+                if end not in self.adjacency:
+                    self.adjacency[end] = []
+            index = len(self.edges)
+            self.edges.append(edge)
+            self.adjacency[source].append(index)
+            touched.add(source)
             if target != source:
-                adjacency[target].append(index)
-        return cls(nodes, edges, adjacency)
+                self.adjacency[target].append(index)
+                touched.add(target)
+        return touched
+
+    def hold(self, raw_edges: Iterable[dict[str, Any]], missing: MissingRelations) -> None:
+        """Add the relations read for `missing` to this part."""
+        for name in self.add_edges(raw_edges):
+            self.adjacency[name].sort(key=lambda index: (self.edges[index].source, self.edges[index].target))
+        if missing.among:
+            self.held_among.append(frozenset(missing.names))
+        elif self.held is not None:
+            self.held.update(missing.names)
+
+    def need_relations(self, names: Iterable[str], among: bool = False) -> None:
+        """MissingRelations unless every relation of `names` (`among`: between them) is held."""
+        if self.held is None:
+            return
+        wanted = list(names)
+        missing = [name for name in wanted if name not in self.held]
+        if not missing or (among and any(held >= set(wanted) for held in self.held_among)):
+            return
+        raise MissingRelations(wanted if among else missing, among)
 
     def __len__(self) -> int:
         return len(self.nodes)
+
+    def size(self) -> tuple[int, int]:
+        """The whole graph's numbers of entities and relations."""
+        return self.totals or (len(self.nodes), len(self.edges))
 
     def degree(self, name: str) -> int:
         if self.degrees is not None:
@@ -235,7 +287,7 @@ def entity_type(attrs: dict[str, Any]) -> str:
 
 
 #: What was read of a graph, by graph storage (its workspace) and kind ("graph": a `GraphSnapshot`,
-#: "entities": an `EntityDegrees`), most recent last: (storage, version, what was read, when last
+#: "entities": an `EntityDegrees`, "outline": an `Outline`), most recent last: (storage, version, what was read, when last
 #: used).  At most KEPT_SNAPSHOTS, none unused for KEEP_UNUSED_S: a snapshot holds about 65 MB per
 #: 1,000 documents, for the burst of graph calls a conversation makes.
 _KEPT: OrderedDict[tuple[int, str], tuple[weakref.ref[Any], str, Any, float]] = OrderedDict()
@@ -272,6 +324,24 @@ _EDGES_OF_SQL = (
     "WHERE workspace = $1 AND namespace = $2 AND (src_id = ANY($3) OR tgt_id = ANY($3))"
 )
 _DEGREES_OF_SQL = _degrees_sql(" AND {end} = ANY($3)")
+#: What a selection reads of a relation until it chose it: its ends, keywords and weight.
+_LINKS_SQL = (
+    "SELECT src_id AS source, tgt_id AS target, properties->>'keywords' AS keywords, properties->>'weight' AS weight "
+    "FROM lightrag_graph_edges WHERE workspace = $1 AND namespace = $2 AND "
+)
+_LINKS_OF_SQL = _LINKS_SQL + "(src_id = ANY($3) OR tgt_id = ANY($3))"
+_LINKS_AMONG_SQL = _LINKS_SQL + "src_id = ANY($3) AND tgt_id = ANY($3)"
+_EDGES_NAMED_SQL = (
+    "SELECT e.src_id, e.tgt_id, e.properties FROM unnest($3::text[], $4::text[]) AS named(src_id, tgt_id) "
+    "JOIN lightrag_graph_edges e ON e.workspace = $1 AND e.namespace = $2 AND e.src_id = named.src_id AND e.tgt_id = named.tgt_id"
+)
+_TYPES_SQL = (
+    "SELECT id, properties->>'entity_type' AS entity_type FROM lightrag_graph_nodes WHERE workspace = $1 AND namespace = $2"
+)
+_RELATIONS_SQL = "SELECT count(*) AS relations FROM lightrag_graph_edges WHERE workspace = $1 AND namespace = $2"
+#: A selection over a part of the graph reads the whole graph instead (kept for the next graph call)
+#: when the relations it asks for at once are more than this share of them.
+PART_MOST_SHARE = 0.5
 
 
 def _table_graph(storage: Any) -> bool:
@@ -357,11 +427,99 @@ async def read_neighbourhood(ctx: Any, rag: Any, name: str, depth: int, most_edg
             degrees.update(_degrees(await storage._fetch(_DEGREES_OF_SQL, *where, unknown)))
         raw_nodes = await storage._fetch(_NODES_NAMED_SQL, *where, names)
     nodes = [storage._node_output(row["id"], row["properties"]) for row in raw_nodes]
-    edges = [{**storage._json_loads(row["properties"]), "source": row["src_id"], "target": row["tgt_id"]}
-             for row in raw_edges.values()]
-    part: GraphSnapshot = await ctx.run_cpu(GraphSnapshot.build, nodes, edges)
+    part: GraphSnapshot = await ctx.run_cpu(GraphSnapshot.build, nodes, _edges(storage, raw_edges.values()))
     part.degrees = degrees
     return part
+
+
+@dataclass(frozen=True)
+class Outline:
+    """Every entity of a graph with its type and relation count, and the number of relations."""
+
+    nodes: dict[str, dict[str, Any]]
+    degrees: dict[str, int]
+    relations: int
+
+    @classmethod
+    def build(cls, types: Iterable[Any], degrees: Iterable[Any], relations: int) -> Outline:
+        nodes = {str(row["id"]): {"entity_id": str(row["id"]), "entity_type": row["entity_type"]} for row in types}
+        return cls(nodes, _degrees(degrees), relations)
+
+    def part(self) -> GraphSnapshot:
+        """A part to select from, holding no relation yet."""
+        nodes = dict(self.nodes)
+        return GraphSnapshot(nodes, [], {}, self.degrees, held=set(), totals=(len(nodes), self.relations))
+
+
+async def read_part(ctx: Any, rag: Any) -> GraphSnapshot:
+    """What a graph export selects from.  On LightRAG's PostgreSQL table graph, unless a current
+    whole snapshot is kept: a part holding every entity with its type and relation count and no
+    relation (`select_over` reads what the selection asks for), instead of the whole graph (3-4 s
+    after each indexed document at 5,000 documents).  Elsewhere the whole snapshot."""
+    storage = rag.chunk_entity_relation_graph
+    if not _table_graph(storage):
+        return await read_snapshot(ctx, rag)
+    where = (storage.workspace, storage.namespace)
+    with _graph_access():
+        version = await graph_version(storage)
+        whole = _kept(storage, "graph", version)
+        if whole is not None:
+            return cast(GraphSnapshot, whole)
+        outline = _kept(storage, "outline", version)
+        if outline is None:
+            types = await storage._fetch(_TYPES_SQL, *where)
+            degrees = await storage._fetch(_DEGREES_SQL, *where)
+            relations = await storage._fetch(_RELATIONS_SQL, *where)
+            outline = await ctx.run_cpu(Outline.build, types, degrees, int(relations[0]["relations"]))
+            _keep(storage, "outline", version, outline)
+    return cast(Outline, outline).part()
+
+
+class Chosen(Protocol):
+    nodes: list[str]
+    edges: list[Edge]
+
+
+ChosenT = TypeVar("ChosenT", bound=Chosen)
+
+
+async def select_over(
+    ctx: Any, rag: Any, graph: GraphSnapshot, select: Callable[..., ChosenT], *args: Any
+) -> tuple[GraphSnapshot, ChosenT]:
+    """`select(graph, *args)` run in a worker thread, and the graph it ran over.  Over a part
+    (`read_part`): run again with the relations each run asked for (`MissingRelations`) read into
+    the part, then the chosen entities' and relations' properties read; over the whole graph (read
+    and kept) once the relations asked for at once are more than PART_MOST_SHARE of all."""
+    storage = rag.chunk_entity_relation_graph
+    where = (storage.workspace, storage.namespace)
+    while True:
+        try:
+            chosen = await ctx.run_cpu(select, graph, *args)
+            break
+        except MissingRelations as missing:
+            asked = len(missing.names) if missing.among else sum(graph.degree(name) for name in missing.names)
+            if asked > PART_MOST_SHARE * graph.size()[1]:
+                graph = await read_snapshot(ctx, rag)
+                continue
+            with _graph_access():
+                rows = await storage._fetch(_LINKS_AMONG_SQL if missing.among else _LINKS_OF_SQL, *where, missing.names)
+            links = [{key: value for key, value in row.items() if value is not None} for row in rows]
+            await ctx.run_cpu(graph.hold, links, missing)
+    if graph.held is None:
+        return graph, chosen
+    with _graph_access():
+        nodes = await storage._fetch(_NODES_NAMED_SQL, *where, chosen.nodes) if chosen.nodes else []
+        ends = ([edge.source for edge in chosen.edges], [edge.target for edge in chosen.edges])
+        edges = await storage._fetch(_EDGES_NAMED_SQL, *where, *ends) if chosen.edges else []
+    graph.nodes.update(_nodes_by_name(storage._node_output(row["id"], row["properties"]) for row in nodes))
+    read = {(edge.source, edge.target): edge for edge in map(Edge.read, _edges(storage, edges)) if edge is not None}
+    chosen.edges = [read.get((edge.source, edge.target), edge) for edge in chosen.edges]
+    return graph, chosen
+
+
+def _edges(storage: Any, rows: Iterable[Any]) -> list[dict[str, Any]]:
+    """Relation rows of the table graph as its `get_all_edges` reports them."""
+    return [{**storage._json_loads(row["properties"]), "source": row["src_id"], "target": row["tgt_id"]} for row in rows]
 
 
 @contextmanager

@@ -38,9 +38,10 @@ def graph_statistics(snapshot: GraphSnapshot, selection: Selection) -> dict[str,
         note = f"not computed: the largest component has {len(largest)} entities (limit {MAX_PATH_LENGTH_NODES})"
     else:
         path_length = round(nx.average_shortest_path_length(graph.subgraph(largest)), 4)
+    knowledge_base_nodes, knowledge_base_edges = snapshot.size()
     return {
-        "knowledge_base_nodes": len(snapshot.nodes),
-        "knowledge_base_edges": len(snapshot.edges),
+        "knowledge_base_nodes": knowledge_base_nodes,
+        "knowledge_base_edges": knowledge_base_edges,
         "total_nodes": nodes,
         "total_edges": edges,
         "node_types": _top(Counter(snapshot.node_type(name) for name in selection.nodes)),

@@ -1,8 +1,8 @@
 """Knowledge-graph methods: export, search, relationships (SPEC §4 Knowledge graph).
 
 Every method reads the caller's workspace only (`ctx.workspace`), takes one snapshot of its
-graph (`rag_worker.graph.snapshot`; entity search only its entities) and does the CPU work in
-worker threads.
+graph (`rag_worker.graph.snapshot`; entity search only its entities, an export and a walk the
+part they need where the storage reads parts) and does the CPU work in worker threads.
 """
 
 from __future__ import annotations
@@ -40,8 +40,10 @@ from rag_worker.graph.snapshot import (
     folded,
     read_entities,
     read_neighbourhood,
+    read_part,
     read_snapshot,
     readable,
+    select_over,
     shorten,
     split_multi,
 )
@@ -81,14 +83,14 @@ async def get_graph(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]
     max_nodes, max_edges, max_depth = int(args["max_nodes"]), int(args["max_edges"]), int(args["max_depth"])
     include_properties = bool(args["include_properties"])
     ws = await ctx.state.engines.get(ctx.workspace)
-    snapshot = await read_snapshot(ctx, ws.rag)
+    snapshot = await read_part(ctx, ws.rag)
     await ctx.progress(1, 4, "graph read")
     scope: dict[str, Any] = {"mode": "whole_graph"}
     if not snapshot.nodes:
         selection = Selection([], [])
         scope["empty_knowledge_base"] = True
     else:
-        selection = await _select(ctx, ws, snapshot, args, filters, scope, max_depth, max_nodes, max_edges)
+        snapshot, selection = await _select(ctx, ws, snapshot, args, filters, scope, max_depth, max_nodes, max_edges)
     statistics = await ctx.run_cpu(graph_statistics, snapshot, selection)
     await ctx.progress(2, 4, "statistics computed")
     direction = str(options["mermaid_direction"])
@@ -153,8 +155,9 @@ async def _select(
     max_depth: int,
     max_nodes: int,
     max_edges: int,
-) -> Selection:
-    """What the call asks for: an entity's or a query's neighbourhood, one type, or everything."""
+) -> tuple[GraphSnapshot, Selection]:
+    """What the call asks for: an entity's or a query's neighbourhood, one type, or everything;
+    and the graph it was chosen over (`select_over`)."""
     centers: list[str] = []
     type_filter: str | None = None
     entity = str(args.get("entity") or "").strip()
@@ -163,7 +166,7 @@ async def _select(
     if entity:
         name = snapshot.resolve(entity)
         if name is None:
-            raise await _not_found(ctx, snapshot, entity)
+            raise await _not_found(ctx, await read_entities(ctx, ws.rag), entity)
         centers.append(name)
     if label and label != "*":
         name = snapshot.resolve(label)
@@ -172,7 +175,7 @@ async def _select(
         elif label.casefold() in snapshot.types():
             type_filter = label
         else:
-            raise await _not_found(ctx, snapshot, label)
+            raise await _not_found(ctx, await read_entities(ctx, ws.rag), label)
     if query:
         hits = await _query_centers(
             ctx, ws, snapshot, query, int(args["graph_options"]["max_seed_entities"])
@@ -182,15 +185,17 @@ async def _select(
         centers.extend(hits)
         if not centers:
             scope["mode"] = "query_neighbourhood"
-            return Selection([], [])
+            return snapshot, Selection([], [])
     if centers:
         scope.update({"mode": "neighbourhood", "centers": list(dict.fromkeys(centers)), "max_depth": max_depth})
-        selection = await ctx.run_cpu(select_neighbourhood, snapshot, centers, filters, max_depth, max_nodes, max_edges)
+        snapshot, selection = await select_over(
+            ctx, ws.rag, snapshot, select_neighbourhood, centers, filters, max_depth, max_nodes, max_edges
+        )
         scope["more_beyond_depth"] = selection.more_beyond_depth
-        return selection
+        return snapshot, selection
     if type_filter:
         scope.update({"mode": "entity_type", "entity_type": type_filter})
-    return await ctx.run_cpu(select_whole, snapshot, filters, max_nodes, max_edges, type_filter)
+    return await select_over(ctx, ws.rag, snapshot, select_whole, filters, max_nodes, max_edges, type_filter)
 
 
 async def _query_centers(ctx: RequestContext, ws: Any, snapshot: GraphSnapshot, query: str, limit: int) -> list[str]:

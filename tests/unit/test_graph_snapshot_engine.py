@@ -2,7 +2,8 @@
 snapshot it read while the graph is unchanged, and reads it again after any insert, update or
 delete; entity search reads only the entities and their relation counts, the same ones the
 whole snapshot gives; a walk from one entity over the part of the graph around it finds what it
-finds over the whole graph.  Real LightRAG on the real embedded engine."""
+finds over the whole graph, and so does an export's selection over the relations it asks for.
+Real LightRAG on the real embedded engine."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from typing import Any
 
 import pytest
 
+from rag_worker.graph import snapshot as snapshots
+from rag_worker.graph.browse import GraphFilters, Selection, select_neighbourhood, select_whole
+from rag_worker.graph.exports import edge_record, node_record
 from rag_worker.graph.relationships import RelationFilters, walk
 from rag_worker.graph.search import SearchRequest, exact_search, fuzzy_search
 from rag_worker.graph.snapshot import (
@@ -22,8 +26,11 @@ from rag_worker.graph.snapshot import (
     forget_unused,
     read_entities,
     read_neighbourhood,
+    read_part,
     read_snapshot,
+    select_over,
 )
+from rag_worker.graph.statistics import graph_statistics
 from tests.unit.test_vector_flush import counting_lightrag
 from tests.unit.test_vector_flush_engine import anyio_backend, engine_dir  # noqa: F401  (fixtures)
 
@@ -145,3 +152,79 @@ async def test_a_walk_over_the_part_around_an_entity_finds_what_it_finds_over_th
     assert await read_neighbourhood(ctx, graph, "e01", 1) is None  # only the exact name
     assert await read_neighbourhood(ctx, graph, "nobody", 1) is None
     assert await read_neighbourhood(ctx, graph, "E01", 3, most_edges=5) is whole  # too wide: the whole graph, kept
+
+
+async def random_graph(store: Any, rng: random.Random, count: int) -> list[str]:
+    """`count` entities of three types, about two relations each (some self-relations), and a few alone."""
+    names = [f"E{number:02d}" for number in range(count)]
+    for name in names:
+        entity_type = rng.choice(["person", "place", "tool"])
+        await store.upsert_node(name, {**node(name, f"{name} entity"), "entity_type": entity_type, "extra": name.lower()})
+    linked = names[: count - count // 8]
+    pairs = sorted({tuple(sorted(rng.sample(linked, 2))) for _ in range(2 * count)} | {(linked[3], linked[3])})
+    rng.shuffle(pairs)  # stored out of order: a part's relations are read in storage order, the whole graph's sorted
+    for source, target in pairs:
+        keywords = rng.choice(["knows", "visits", "knows,visits", "uses"])
+        weight = str(rng.choice([1.0, 2.0, 3.0]))
+        await store.upsert_edge(source, target, {"keywords": keywords, "weight": weight, "description": f"{source}-{target}", "source_id": "c1"})
+    await store.index_done_callback()
+    return names
+
+
+def exported(graph: GraphSnapshot, selection: Selection) -> tuple[Any, ...]:
+    """What an export shows of a selection."""
+    return (
+        [node_record(graph, name, True) for name in selection.nodes],
+        [edge_record(edge, True) for edge in selection.edges],
+        selection.reasons,
+        selection.more_beyond_depth,
+        graph_statistics(graph, selection),
+    )
+
+
+async def test_an_export_selects_over_the_relations_it_asks_for_what_it_selects_over_the_whole_graph(
+    graph: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, ctx, rng = graph.chunk_entity_relation_graph, Context(), random.Random(11)
+    names = await random_graph(store, rng, 48)
+    whole = await read_snapshot(ctx, graph)
+    forget_unused(unused_for=0)  # the whole snapshot let go: the part is read
+    edges_read = 0
+    all_edges = store.get_all_edges
+
+    async def counted() -> list[dict[str, Any]]:
+        nonlocal edges_read
+        edges_read += 1
+        return await all_edges()
+
+    monkeypatch.setattr(store, "get_all_edges", counted)
+    monkeypatch.setattr(snapshots, "PART_MOST_SHARE", 10.0)  # a part, however much it asks for
+    filters = [
+        GraphFilters(),
+        GraphFilters(min_degree=3, entity_types=frozenset({"person", "place"})),
+        GraphFilters(relationship_types=frozenset({"visits"}), min_weight=2.0),
+    ]
+    selections: list[tuple[Callable[..., Selection], tuple[Any, ...]]] = []
+    for chosen in filters:
+        for most_nodes, most_edges in ((5, 100), (20, 12), (100, 500)):
+            selections.append((select_whole, (chosen, most_nodes, most_edges, None)))
+            selections.append((select_whole, (chosen, most_nodes, most_edges, "place")))
+            for centers in (["E00"], ["E07", "E12"], [names[-1]], ["E03"]):
+                for depth in (1, 2, 3):
+                    selections.append((select_neighbourhood, (centers, chosen, depth, most_nodes, most_edges)))
+    for select, args in selections:
+        part = await read_part(ctx, graph)
+        assert part.held == set() and part.edges == [] and part.size() == whole.size()
+        part, selection = await select_over(ctx, graph, part, select, *args)
+        assert part.held is not None, "a part, not the whole graph"
+        assert exported(part, selection) == exported(whole, select(whole, *args)), (select.__name__, args)
+        for name in part.held:  # in the whole graph's order, whatever order they were read in
+            assert [edge.id for edge in part.incident(name)] == [edge.id for edge in whole.incident(name)]
+    assert edges_read == 0
+
+    monkeypatch.setattr(snapshots, "PART_MOST_SHARE", 0.05)  # E00's relations are more than 5 % of all
+    select, args = selections[2]
+    part, selection = await select_over(ctx, graph, await read_part(ctx, graph), select, *args)
+    assert part.held is None and edges_read == 1  # the whole graph, read once and kept
+    assert exported(part, selection) == exported(whole, select(whole, *args))
+    assert await read_part(ctx, graph) is part
