@@ -258,7 +258,7 @@ class EngineRegistry:
                     if storages.embedded and not read_only:
                         tuned = await apply_table_settings(rag.doc_status.db)
                         if tuned:
-                            log.info("autovacuum settings given to %d tables of the engine", len(tuned))
+                            log.info("settings given to %d tables of the engine (autovacuum, vectors in the row)", len(tuned))
         finally:
             if announce is not None:
                 await announce(0, "opened")

@@ -101,11 +101,12 @@ async def test_the_engines_sessions_and_new_indexes_use_the_search_and_index_set
     assert f"m='{HNSW_M}'" in index["indexdef"]
 
 
-async def test_the_engines_tables_but_the_vector_tables_are_vacuumed_at_one_percent(
+async def test_the_engines_tables_but_the_vector_tables_are_vacuumed_at_one_percent_and_vectors_kept_in_the_row(
         engine_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     """A vacuum marks pages all-visible, where LightRAG's graph counts relations from the index
-    alone; the vector tables keep PostgreSQL's 20 % (each vacuum of an HNSW index is costly)."""
-    from rag_worker.storage.engine_template import TABLE_SETTINGS, apply_table_settings
+    alone; the vector tables keep PostgreSQL's 20 % (each vacuum of an HNSW index is costly).  Their
+    vectors are stored in the row (pgvector's type asks for out of line: a lookup more per row read)."""
+    from rag_worker.storage.engine_template import TABLE_SETTINGS, VECTOR_STORAGE, apply_table_settings
 
     monkeypatch.chdir(tmp_path)  # LightRAG reads ./.env
     options = {"vector_storage": "PGVectorStorage", "graph_storage": "PGTableGraphStorage", "model_name": "tune8"}
@@ -121,3 +122,11 @@ async def test_the_engines_tables_but_the_vector_tables_are_vacuumed_at_one_perc
         vector_tables = {name for name in options_of if name.startswith("lightrag_vdb_")}
         assert vector_tables and all(not options_of[name] for name in vector_tables)
         assert all(wanted <= options_of[name] for name in set(options_of) - vector_tables)
+        assert vector_tables <= set(tuned)
+        rows = await db.query(
+            "SELECT c.relname, a.attstorage::text AS storage FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "WHERE a.atttypid = 'vector'::regtype AND c.relkind = 'r' AND c.relname LIKE 'lightrag_%'",
+            multirows=True,
+        )
+        assert {row["relname"] for row in rows} == vector_tables
+        assert {row["storage"] for row in rows} == {VECTOR_STORAGE[0].lower()}  # MAIN, not pgvector's EXTERNAL
