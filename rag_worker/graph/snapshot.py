@@ -157,17 +157,28 @@ class _Named:
 
 @dataclass
 class EntityDegrees(_Named):
-    """Entities by name with their relation counts, without the relations (`read_entities`)."""
+    """Entities by name with their type, description and relation count, and the number of
+    relations, without the relations (`read_entities`)."""
 
     nodes: dict[str, dict[str, Any]]
     degrees: dict[str, int]
+    relations: int
 
     @classmethod
-    def build(cls, raw_nodes: Iterable[dict[str, Any]], degrees: Iterable[Any]) -> EntityDegrees:
-        return cls(_nodes_by_name(raw_nodes), _degrees(degrees))
+    def build(cls, rows: Iterable[Any], degrees: Iterable[Any], relations: int) -> EntityDegrees:
+        nodes = {
+            str(row["id"]): {"entity_id": str(row["id"])} | {key: row[key] for key in _READ if row[key] is not None}
+            for row in rows
+        }
+        return cls(nodes, _degrees(degrees), relations)
 
     def degree(self, name: str) -> int:
         return self.degrees.get(name, 0)
+
+    def part(self) -> GraphSnapshot:
+        """A part of the graph to select from (`select_over`), holding no relation yet."""
+        nodes = dict(self.nodes)
+        return GraphSnapshot(nodes, [], {}, self.degrees, held=set(), totals=(len(nodes), self.relations))
 
 
 def _degrees(rows: Iterable[Any]) -> dict[str, int]:
@@ -287,7 +298,7 @@ def entity_type(attrs: dict[str, Any]) -> str:
 
 
 #: What was read of a graph, by graph storage (its workspace) and kind ("graph": a `GraphSnapshot`,
-#: "entities": an `EntityDegrees`, "outline": an `Outline`), most recent last: (storage, version, what was read, when last
+#: "entities": an `EntityDegrees`), most recent last: (storage, version, what was read, when last
 #: used).  At most KEPT_SNAPSHOTS, none unused for KEEP_UNUSED_S: a snapshot holds about 65 MB per
 #: 1,000 documents, for the burst of graph calls a conversation makes.
 _KEPT: OrderedDict[tuple[int, str], tuple[weakref.ref[Any], str, Any, float]] = OrderedDict()
@@ -335,8 +346,12 @@ _EDGES_NAMED_SQL = (
     "SELECT e.src_id, e.tgt_id, e.properties FROM unnest($3::text[], $4::text[]) AS named(src_id, tgt_id) "
     "JOIN lightrag_graph_edges e ON e.workspace = $1 AND e.namespace = $2 AND e.src_id = named.src_id AND e.tgt_id = named.tgt_id"
 )
-_TYPES_SQL = (
-    "SELECT id, properties->>'entity_type' AS entity_type FROM lightrag_graph_nodes WHERE workspace = $1 AND namespace = $2"
+#: What is read of every entity: its type and description (the rest, most of all the chunk ids and
+#: file names, only for the entities shown).
+_READ = ("entity_type", "description")
+_ENTITIES_SQL = (
+    f"SELECT id, {', '.join(f'properties->>{key!r} AS {key}' for key in _READ)} "
+    "FROM lightrag_graph_nodes WHERE workspace = $1 AND namespace = $2"
 )
 _RELATIONS_SQL = "SELECT count(*) AS relations FROM lightrag_graph_edges WHERE workspace = $1 AND namespace = $2"
 #: A selection over a part of the graph reads the whole graph instead (kept for the next graph call)
@@ -374,24 +389,42 @@ async def read_snapshot(ctx: Any, rag: Any) -> GraphSnapshot:
     return snapshot
 
 
-async def read_entities(ctx: Any, rag: Any) -> Entities:
+async def read_entities(ctx: Any, rag: Any) -> EntityDegrees | GraphSnapshot:
     """What entity search reads of `rag`'s graph.  On LightRAG's PostgreSQL table graph, unless a
-    current whole snapshot is kept: the entities and, counted by the engine, their numbers of
-    relations.  The relations are most of a whole read (at 10,000 documents 224,000 of them
-    against 38,000 entities: 4.5-6 s after each indexed document).  Elsewhere the whole snapshot."""
+    current whole snapshot is kept: each entity's type and description and, counted by the engine,
+    its number of relations (`entity_properties` reads the rest for the entities shown).  The
+    relations are most of a whole read (at 10,000 documents 224,000 of them against 38,000
+    entities: 4.5-6 s after each indexed document), and the chunk ids and file names most of the
+    entities' (15 of 19 MB at 5,000 documents).  Elsewhere the whole snapshot."""
     storage = rag.chunk_entity_relation_graph
     if not _table_graph(storage):
         return await read_snapshot(ctx, rag)
+    where = (storage.workspace, storage.namespace)
     with _graph_access():
         version = await graph_version(storage)
         kept = _kept(storage, "graph", version) or _kept(storage, "entities", version)
         if kept is not None:
-            return cast(Entities, kept)
-        raw_nodes = await storage.get_all_nodes()
-        degrees = await storage._fetch(_DEGREES_SQL, storage.workspace, storage.namespace)
-    entities: EntityDegrees = await ctx.run_cpu(EntityDegrees.build, raw_nodes, degrees)
+            return cast(EntityDegrees | GraphSnapshot, kept)
+        rows = await storage._fetch(_ENTITIES_SQL, *where)
+        degrees = await storage._fetch(_DEGREES_SQL, *where)
+        relations = await storage._fetch(_RELATIONS_SQL, *where)
+    entities: EntityDegrees = await ctx.run_cpu(EntityDegrees.build, rows, degrees, int(relations[0]["relations"]))
     _keep(storage, "entities", version, entities)
     return entities
+
+
+async def entity_properties(rag: Any, entities: Entities, names: list[str]) -> dict[str, dict[str, Any]]:
+    """All the stored properties of the entities `names` (as `entities` holds them, where it holds them all)."""
+    if not isinstance(entities, EntityDegrees) or not names:
+        return {name: entities.nodes[name] for name in names}
+    return await _properties(rag.chunk_entity_relation_graph, names)
+
+
+async def _properties(storage: Any, names: list[str]) -> dict[str, dict[str, Any]]:
+    """The table graph's entities `names` by name, with all their properties."""
+    with _graph_access():
+        rows = await storage._fetch(_NODES_NAMED_SQL, storage.workspace, storage.namespace, names)
+    return _nodes_by_name(storage._node_output(row["id"], row["properties"]) for row in rows)
 
 
 async def read_neighbourhood(ctx: Any, rag: Any, name: str, depth: int, most_edges: int = PART_MOST_EDGES) -> GraphSnapshot | None:
@@ -432,47 +465,13 @@ async def read_neighbourhood(ctx: Any, rag: Any, name: str, depth: int, most_edg
     return part
 
 
-@dataclass(frozen=True)
-class Outline:
-    """Every entity of a graph with its type and relation count, and the number of relations."""
-
-    nodes: dict[str, dict[str, Any]]
-    degrees: dict[str, int]
-    relations: int
-
-    @classmethod
-    def build(cls, types: Iterable[Any], degrees: Iterable[Any], relations: int) -> Outline:
-        nodes = {str(row["id"]): {"entity_id": str(row["id"]), "entity_type": row["entity_type"]} for row in types}
-        return cls(nodes, _degrees(degrees), relations)
-
-    def part(self) -> GraphSnapshot:
-        """A part to select from, holding no relation yet."""
-        nodes = dict(self.nodes)
-        return GraphSnapshot(nodes, [], {}, self.degrees, held=set(), totals=(len(nodes), self.relations))
-
-
 async def read_part(ctx: Any, rag: Any) -> GraphSnapshot:
     """What a graph export selects from.  On LightRAG's PostgreSQL table graph, unless a current
     whole snapshot is kept: a part holding every entity with its type and relation count and no
     relation (`select_over` reads what the selection asks for), instead of the whole graph (3-4 s
     after each indexed document at 5,000 documents).  Elsewhere the whole snapshot."""
-    storage = rag.chunk_entity_relation_graph
-    if not _table_graph(storage):
-        return await read_snapshot(ctx, rag)
-    where = (storage.workspace, storage.namespace)
-    with _graph_access():
-        version = await graph_version(storage)
-        whole = _kept(storage, "graph", version)
-        if whole is not None:
-            return cast(GraphSnapshot, whole)
-        outline = _kept(storage, "outline", version)
-        if outline is None:
-            types = await storage._fetch(_TYPES_SQL, *where)
-            degrees = await storage._fetch(_DEGREES_SQL, *where)
-            relations = await storage._fetch(_RELATIONS_SQL, *where)
-            outline = await ctx.run_cpu(Outline.build, types, degrees, int(relations[0]["relations"]))
-            _keep(storage, "outline", version, outline)
-    return cast(Outline, outline).part()
+    entities = await read_entities(ctx, rag)
+    return entities.part() if isinstance(entities, EntityDegrees) else entities
 
 
 class Chosen(Protocol):
@@ -507,11 +506,10 @@ async def select_over(
             await ctx.run_cpu(graph.hold, links, missing)
     if graph.held is None:
         return graph, chosen
+    graph.nodes.update(await _properties(storage, chosen.nodes) if chosen.nodes else {})
     with _graph_access():
-        nodes = await storage._fetch(_NODES_NAMED_SQL, *where, chosen.nodes) if chosen.nodes else []
         ends = ([edge.source for edge in chosen.edges], [edge.target for edge in chosen.edges])
         edges = await storage._fetch(_EDGES_NAMED_SQL, *where, *ends) if chosen.edges else []
-    graph.nodes.update(_nodes_by_name(storage._node_output(row["id"], row["properties"]) for row in nodes))
     read = {(edge.source, edge.target): edge for edge in map(Edge.read, _edges(storage, edges)) if edge is not None}
     chosen.edges = [read.get((edge.source, edge.target), edge) for edge in chosen.edges]
     return graph, chosen

@@ -37,6 +37,7 @@ from rag_worker.graph.search import (
 from rag_worker.graph.snapshot import (
     Entities,
     GraphSnapshot,
+    entity_properties,
     folded,
     read_entities,
     read_neighbourhood,
@@ -296,7 +297,8 @@ async def search_entities(ctx: RequestContext, args: dict[str, Any]) -> dict[str
     else:
         outcome = await ctx.run_cpu(fuzzy_search, snapshot, request)
     page = outcome.matches[offset : offset + limit]
-    documents = await source_documents(ws.catalog, {match.name: snapshot.nodes[match.name] for match in page})
+    shown = await entity_properties(ws.rag, snapshot, [match.name for match in page])
+    documents = await source_documents(ws.catalog, shown)
     entities = [
         {
             "name": match.name,

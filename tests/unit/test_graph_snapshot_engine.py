@@ -22,6 +22,7 @@ from rag_worker.graph.relationships import RelationFilters, walk
 from rag_worker.graph.search import SearchRequest, exact_search, fuzzy_search
 from rag_worker.graph.snapshot import (
     EntityDegrees,
+    entity_properties,
     GraphSnapshot,
     forget_unused,
     read_entities,
@@ -117,7 +118,11 @@ async def test_entity_search_reads_the_entities_and_their_relation_counts_not_th
     assert isinstance(entities, EntityDegrees) and edges_read == 0
     assert await read_entities(ctx, graph) is entities  # unchanged: kept
     whole = await read_snapshot(ctx, graph)
-    assert edges_read == 1 and entities.nodes == whole.nodes
+    assert edges_read == 1 and set(entities.nodes) == set(whole.nodes)
+    assert {name: (entities.node_type(name), entities.nodes[name].get("description")) for name in whole.nodes} == {
+        name: (whole.node_type(name), whole.nodes[name].get("description")) for name in whole.nodes
+    }
+    assert await entity_properties(graph, entities, ["Ada", "Eve"]) == {name: whole.nodes[name] for name in ("Ada", "Eve")}
     assert {name: entities.degree(name) for name in whole.nodes} == {name: whole.degree(name) for name in whole.nodes}
     assert [entities.degree(name) for name in ("Ada", "Bob", "Cy", "Dee", "Eve")] == [3, 2, 2, 0, 0]  # Ada's own relation once
     for request in (SearchRequest("person", fields=("description",)), SearchRequest("Bob"), SearchRequest("ada", "exact")):
