@@ -22,8 +22,8 @@ from rag_worker.graph.relationships import RelationFilters, walk
 from rag_worker.graph.search import SearchRequest, exact_search, fuzzy_search
 from rag_worker.graph.snapshot import (
     EntityDegrees,
-    entity_properties,
     GraphSnapshot,
+    entity_properties,
     forget_unused,
     read_entities,
     read_neighbourhood,
@@ -51,6 +51,19 @@ async def graph(engine_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     workspace = f"g_{uuid.uuid4().hex[:8]}"
     async with counting_lightrag(tmp_path, workspace, graph_storage="PGTableGraphStorage", model_name="count8") as rag:
         yield rag
+
+
+def whole_reads(store: Any, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many times the graph storage reads all its relations from now on (`get_all_edges`): [count]."""
+    reads = [0]
+    all_edges = store.get_all_edges
+
+    async def counted() -> list[dict[str, Any]]:
+        reads[0] += 1
+        return await all_edges()
+
+    monkeypatch.setattr(store, "get_all_edges", counted)
+    return reads
 
 
 def node(name: str, description: str) -> dict[str, str]:
@@ -105,20 +118,12 @@ async def test_entity_search_reads_the_entities_and_their_relation_counts_not_th
 
     await store.upsert_node("Eve", node("Eve", "Eve the person"))  # the graph changed: the snapshot is stale
     await store.index_done_callback()
-    edges_read = 0
-    all_edges = store.get_all_edges
-
-    async def counted() -> list[dict[str, Any]]:
-        nonlocal edges_read
-        edges_read += 1
-        return await all_edges()
-
-    monkeypatch.setattr(store, "get_all_edges", counted)
+    edges_read = whole_reads(store, monkeypatch)
     entities = await read_entities(ctx, graph)
-    assert isinstance(entities, EntityDegrees) and edges_read == 0
+    assert isinstance(entities, EntityDegrees) and edges_read[0] == 0
     assert await read_entities(ctx, graph) is entities  # unchanged: kept
     whole = await read_snapshot(ctx, graph)
-    assert edges_read == 1 and set(entities.nodes) == set(whole.nodes)
+    assert edges_read[0] == 1 and set(entities.nodes) == set(whole.nodes)
     assert {name: (entities.node_type(name), entities.nodes[name].get("description")) for name in whole.nodes} == {
         name: (whole.node_type(name), whole.nodes[name].get("description")) for name in whole.nodes
     }
@@ -194,15 +199,7 @@ async def test_an_export_selects_over_the_relations_it_asks_for_what_it_selects_
     names = await random_graph(store, rng, 48)
     whole = await read_snapshot(ctx, graph)
     forget_unused(unused_for=0)  # the whole snapshot let go: the part is read
-    edges_read = 0
-    all_edges = store.get_all_edges
-
-    async def counted() -> list[dict[str, Any]]:
-        nonlocal edges_read
-        edges_read += 1
-        return await all_edges()
-
-    monkeypatch.setattr(store, "get_all_edges", counted)
+    edges_read = whole_reads(store, monkeypatch)
     monkeypatch.setattr(snapshots, "PART_MOST_SHARE", 10.0)  # a part, however much it asks for
     filters = [
         GraphFilters(),
@@ -225,11 +222,11 @@ async def test_an_export_selects_over_the_relations_it_asks_for_what_it_selects_
         assert exported(part, selection) == exported(whole, select(whole, *args)), (select.__name__, args)
         for name in part.held:  # in the whole graph's order, whatever order they were read in
             assert [edge.id for edge in part.incident(name)] == [edge.id for edge in whole.incident(name)]
-    assert edges_read == 0
+    assert edges_read[0] == 0
 
     monkeypatch.setattr(snapshots, "PART_MOST_SHARE", 0.05)  # E00's relations are more than 5 % of all
     select, args = selections[2]
     part, selection = await select_over(ctx, graph, await read_part(ctx, graph), select, *args)
-    assert part.held is None and edges_read == 1  # the whole graph, read once and kept
+    assert part.held is None and edges_read[0] == 1  # the whole graph, read once and kept
     assert exported(part, selection) == exported(whole, select(whole, *args))
     assert await read_part(ctx, graph) is part
