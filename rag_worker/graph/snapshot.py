@@ -394,8 +394,9 @@ async def read_entities(ctx: Any, rag: Any) -> EntityDegrees | GraphSnapshot:
     current whole snapshot is kept: each entity's type and description and, counted by the engine,
     its number of relations (`entity_properties` reads the rest for the entities shown).  The
     relations are most of a whole read (at 10,000 documents 224,000 of them against 38,000
-    entities: 4.5-6 s after each indexed document), and the chunk ids and file names most of the
-    entities' (15 of 19 MB at 5,000 documents).  Elsewhere the whole snapshot."""
+    entities: 4.5-6 s after each indexed document), and the other properties most of the
+    entities' (14 of 19 MB at 5,000 documents, 10 MB of chunk ids and file names).  Elsewhere the
+    whole snapshot."""
     storage = rag.chunk_entity_relation_graph
     if not _table_graph(storage):
         return await read_snapshot(ctx, rag)
