@@ -257,8 +257,9 @@ class GraphSnapshot(_Named):
                 touched.add(target)
         return touched
 
-    def hold(self, raw_edges: Iterable[dict[str, Any]], missing: MissingRelations) -> None:
-        """Add the relations read for `missing` to this part."""
+    def hold(self, links: Iterable[dict[str, Any]], missing: MissingRelations) -> None:
+        """Add the relations read for `missing` (ends, keywords, weight) to this part."""
+        raw_edges = ({key: value for key, value in link.items() if value is not None} for link in links)
         for name in self.add_edges(raw_edges):
             self.adjacency[name].sort(key=lambda index: (self.edges[index].source, self.edges[index].target))
         if missing.among:
@@ -355,7 +356,7 @@ _ENTITIES_SQL = (
 )
 _RELATIONS_SQL = "SELECT count(*) AS relations FROM lightrag_graph_edges WHERE workspace = $1 AND namespace = $2"
 #: A selection over a part of the graph reads the whole graph instead (kept for the next graph call)
-#: when the relations it asks for at once are more than this share of them.
+#: when the entities a level expands hold more than this share of them.
 PART_MOST_SHARE = 0.5
 
 
@@ -489,7 +490,8 @@ async def select_over(
     """`select(graph, *args)` run in a worker thread, and the graph it ran over.  Over a part
     (`read_part`): run again with the relations each run asked for (`MissingRelations`) read into
     the part, then the chosen entities' and relations' properties read; over the whole graph (read
-    and kept) once the relations asked for at once are more than PART_MOST_SHARE of all."""
+    and kept) once the relations of the entities a level expands are more than PART_MOST_SHARE of
+    all (those among chosen entities are always read)."""
     storage = rag.chunk_entity_relation_graph
     where = (storage.workspace, storage.namespace)
     while True:
@@ -497,14 +499,13 @@ async def select_over(
             chosen = await ctx.run_cpu(select, graph, *args)
             break
         except MissingRelations as missing:
-            asked = len(missing.names) if missing.among else sum(graph.degree(name) for name in missing.names)
+            asked = 0 if missing.among else sum(graph.degree(name) for name in missing.names)
             if asked > PART_MOST_SHARE * graph.size()[1]:
                 graph = await read_snapshot(ctx, rag)
                 continue
             with _graph_access():
                 rows = await storage._fetch(_LINKS_AMONG_SQL if missing.among else _LINKS_OF_SQL, *where, missing.names)
-            links = [{key: value for key, value in row.items() if value is not None} for row in rows]
-            await ctx.run_cpu(graph.hold, links, missing)
+            await ctx.run_cpu(graph.hold, rows, missing)
     if graph.held is None:
         return graph, chosen
     graph.nodes.update(await _properties(storage, chosen.nodes) if chosen.nodes else {})
