@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from config.backends import VECTOR_SEARCH_SETTINGS
+from protocol import ErrorCode, RagError
 
 log = logging.getLogger("rag_worker.storage.embedded_engine")
 
@@ -71,7 +72,12 @@ def create_data_directory(data_dir: Path, get_server: Any) -> None:
     for stale in data_dir.parent.glob(f"{data_dir.name}.init-*"):
         shutil.rmtree(stale, ignore_errors=True)
     if data_dir.exists():
-        shutil.rmtree(data_dir)  # no PG_VERSION: an empty or foreign leftover, never a database
+        # No PG_VERSION.  Ours are renamed into place whole, so anything in it is somebody else's
+        # (a folder of the user's, or a knowledge base's working directory given as WORKING_DIR's
+        # parent): never deleted.  An empty one is taken.
+        if not data_dir.is_dir() or any(data_dir.iterdir()):
+            raise foreign_data_directory(data_dir.name)
+        data_dir.rmdir()
     scratch = data_dir.with_name(f"{data_dir.name}.init-{os.getpid()}")
     server = get_server(scratch, cleanup_mode=None, start=False)  # as root: creates the server's user
     if copy_template(scratch):
@@ -81,6 +87,20 @@ def create_data_directory(data_dir: Path, get_server: Any) -> None:
         server.ensure_pgdata_inited()
     apply_settings(scratch)
     os.rename(scratch, data_dir)
+
+
+def foreign_data_directory(name: str) -> RagError:
+    """The engine's data directory exists, holds files and is not a data directory."""
+    return RagError(
+        ErrorCode.STORAGE_ERROR,
+        f"The embedded database engine cannot start: WORKING_DIR/{name} holds files that are not the engine's "
+        "data directory, and the server does not overwrite them.",
+        suggested_action=(
+            f"Ask the administrator to move WORKING_DIR/{name} elsewhere (nothing in it was changed) or to check "
+            "that WORKING_DIR is the knowledge bases' folder, then retry."
+        ),
+        retryable=False,
+    )
 
 
 def template_dir() -> Path:

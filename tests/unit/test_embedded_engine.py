@@ -248,6 +248,35 @@ async def test_an_engine_that_cannot_start_is_a_storage_error_saying_what_to_do(
     assert "embedded database engine" in caught.value.message and str(tmp_path) not in caught.value.message
 
 
+async def test_files_where_the_engines_data_directory_goes_are_never_deleted_and_an_empty_folder_is_taken(
+    working_dir: Path,
+) -> None:
+    """A knowledge base's working directory given as WORKING_DIR's parent puts its own folders where
+    the engine's data directory goes: they used to be deleted as a leftover."""
+    theirs = working_dir / ENGINE_DIR / "data" / "engine"
+    theirs.mkdir(parents=True)
+    (theirs / "PG_VERSION").write_text("18\n")
+    (working_dir / ENGINE_DIR / "notes.txt").write_text("kept")
+    before = sorted(str(path) for path in (working_dir / ENGINE_DIR).rglob("*"))
+    for _ in range(2):  # the next call gets the same answer
+        with pytest.raises(RagError) as caught:
+            await EmbeddedEngine(working_dir).ensure_running()
+        error = caught.value
+        assert error.code is ErrorCode.STORAGE_ERROR and not error.retryable
+        assert "WORKING_DIR/engine holds files that are not the engine's data directory" in error.message
+        assert "move WORKING_DIR/engine elsewhere" in error.suggested_action and str(working_dir) not in error.message
+    assert sorted(str(path) for path in (working_dir / ENGINE_DIR).rglob("*")) == before
+    assert (working_dir / ENGINE_DIR / "notes.txt").read_text() == "kept"
+
+    empty = working_dir / "empty"
+    (empty / ENGINE_DIR).mkdir(parents=True)
+    info = await EmbeddedEngine(empty).ensure_running()
+    try:
+        assert (info.data_dir / "PG_VERSION").is_file() and await _query(info.socket_dir, "SELECT 1") == 1
+    finally:
+        stop_engine(empty / ENGINE_DIR)
+
+
 def test_the_default_setting_chooses_where_new_knowledge_bases_go_and_needs_no_connection() -> None:
     engine = resolve_storages(load_settings({"LIGHTRAG_MCP_DEFAULT_STORAGE": "engine"}), {})
     assert engine == ENGINE_STORAGES and engine.embedded and server_addresses(engine, load_settings({}), {}) == []
