@@ -39,6 +39,7 @@ from rag_worker.graph.snapshot import (
     GraphSnapshot,
     entity_properties,
     folded,
+    keep_part,
     read_entities,
     read_neighbourhood,
     read_part,
@@ -142,6 +143,7 @@ async def get_graph(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]
         "include_properties": include_properties,
     }
     result["message"] = messages.graph_message(result, text, limit)
+    keep_part(ws.rag, snapshot)
     await ctx.progress(4, 4, "done")
     return result
 

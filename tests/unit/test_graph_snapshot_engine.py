@@ -25,6 +25,7 @@ from rag_worker.graph.snapshot import (
     GraphSnapshot,
     entity_properties,
     forget_unused,
+    keep_part,
     read_entities,
     read_neighbourhood,
     read_part,
@@ -230,3 +231,49 @@ async def test_an_export_selects_over_the_relations_it_asks_for_what_it_selects_
     assert part.held is None and edges_read[0] == 1  # the whole graph, read once and kept
     assert exported(part, selection) == exported(whole, select(whole, *args))
     assert await read_part(ctx, graph) is part
+
+
+async def test_an_export_of_an_unchanged_graph_starts_from_a_copy_of_the_part_the_last_one_read(
+    graph: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, ctx, rng = graph.chunk_entity_relation_graph, Context(), random.Random(13)
+    names = await random_graph(store, rng, 48)
+    whole = await read_snapshot(ctx, graph)
+    forget_unused(unused_for=0)
+    monkeypatch.setattr(snapshots, "PART_MOST_SHARE", 10.0)
+    links_read = [0]
+    fetch = store._fetch
+
+    async def counted(sql: str, *args: Any) -> Any:
+        links_read[0] += sql in (snapshots._LINKS_OF_SQL, snapshots._LINKS_AMONG_SQL)
+        return await fetch(sql, *args)
+
+    monkeypatch.setattr(store, "_fetch", counted)
+    chosen = GraphFilters()
+    selections: list[tuple[Callable[..., Selection], tuple[Any, ...]]] = [
+        (select_whole, (chosen, 10, 30, None)),
+        (select_neighbourhood, (["E00"], chosen, 2, 20, 40)),
+        (select_neighbourhood, (["E07", "E12"], chosen, 1, 100, 100)),
+        (select_whole, (chosen, 20, 50, "place")),
+    ]
+    read_by_round = []
+    for _ in range(2):
+        for select, args in selections:
+            part = await read_part(ctx, graph)
+            part, selection = await select_over(ctx, graph, part, select, *args)
+            assert part.held is not None and exported(part, selection) == exported(whole, select(whole, *args))
+            keep_part(graph, part)
+        read_by_round.append(links_read[0])
+    assert read_by_round[0] > 0 and read_by_round[1] == read_by_round[0]  # the second round read no relation
+
+    kept = snapshots._kept(store, "part", part.version)
+    held, edges = set(kept.held), len(kept.edges)
+    copy = await read_part(ctx, graph)
+    assert copy is not kept and copy.held == held and copy.nodes is not kept.nodes
+    copy, selection = await select_over(ctx, graph, copy, select_neighbourhood, [names[-1], "E30"], chosen, 3, 100, 500)
+    assert exported(copy, selection) == exported(whole, select_neighbourhood(whole, [names[-1], "E30"], chosen, 3, 100, 500))
+    assert kept.held == held and len(kept.edges) == edges  # what another export read stays as it was
+
+    await store.upsert_node("E00", node("E00", "changed"))  # the graph changed: a new part
+    await store.index_done_callback()
+    assert (await read_part(ctx, graph)).held == set()
