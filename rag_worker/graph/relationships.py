@@ -87,6 +87,7 @@ def walk(snapshot: GraphSnapshot, root: str, filters: RelationFilters, max_depth
     frontier: list[tuple[str, tuple[str, ...]]] = [(root, (root,))]
     cut = False
     for depth in range(1, max_depth + 1):
+        snapshot.need_relations(origin for origin, _ in frontier)  # over a part (`run_selection`)
         following: list[tuple[str, tuple[str, ...]]] = []
         for origin, path in frontier:
             incident = sorted(snapshot.incident(origin), key=lambda e: (-(e.weight or 0.0), e.other(origin)))

@@ -341,9 +341,11 @@ def _degrees_sql(among: str = "") -> str:
 _DEGREES_SQL = _degrees_sql()
 
 
-#: A walk whose entities to expand hold more relations than this reads the whole graph (kept for
-#: the next graph call) instead of a part: at 2,000 documents two hops from an entity every report
-#: names are 38,000 of the 56,000 relations, read in 1.0 s as a part against 0.9 s whole.
+#: A walk whose entities to expand hold more relations than this walks over a part of the graph
+#: that reads their relations' keywords and weight only (`read_part`), or the whole graph: the
+#: relations around an entity, read with all their properties (chunk ids, file names), cost more
+#: than the whole graph's read past this (at 2,000 documents two hops from an entity every report
+#: names are 38,000 of the 56,000 relations, read in 1.0 s against 0.9 s whole).
 PART_MOST_EDGES = 5_000
 _NODES_NAMED_SQL = "SELECT id, properties FROM lightrag_graph_nodes WHERE workspace = $1 AND namespace = $2 AND id = ANY($3)"
 _EDGES_OF_SQL = (
@@ -455,9 +457,10 @@ async def read_neighbourhood(ctx: Any, rag: Any, name: str, depth: int, most_edg
     graph, the relations of each entity fewer than `depth` hops away, the entities they reach, and
     each one's relation count in the whole graph, read with a few queries instead of the whole
     graph (4.5-6 s after each indexed document at 10,000 documents); a walk from `name` finds over
-    it what it finds over the whole graph.  The whole graph (kept, `read_snapshot`) where the
-    entities to expand hold more than `most_edges` relations (two hops from an entity every
-    document names reach most of the graph).  None where the graph is another storage or has no
+    it what it finds over the whole graph.  Where the entities to expand hold more than
+    `most_edges` relations, a part to walk over with `run_selection` (`read_part`), or the whole
+    graph (kept) when they hold more than PART_MOST_SHARE of all: two hops from an entity every
+    document names reach most of the graph.  None where the graph is another storage or has no
     entity named exactly `name`."""
     storage = rag.chunk_entity_relation_graph
     if not _table_graph(storage):
@@ -469,8 +472,10 @@ async def read_neighbourhood(ctx: Any, rag: Any, name: str, depth: int, most_edg
         reached, frontier, degrees, raw_edges = {name}, [name], {}, {}
         for _ in range(depth):
             degrees.update(_degrees(await storage._fetch(_DEGREES_OF_SQL, *where, frontier)))
-            if sum(degrees.get(entity, 0) for entity in frontier) > most_edges:
-                return await read_snapshot(ctx, rag)
+            expand = sum(degrees.get(entity, 0) for entity in frontier)
+            if expand > most_edges:
+                relations = int((await storage._fetch(_RELATIONS_SQL, *where))[0]["relations"])
+                return await (read_snapshot if expand > PART_MOST_SHARE * relations else read_part)(ctx, rag)
             for row in await storage._fetch(_EDGES_OF_SQL, *where, frontier):
                 raw_edges[(row["src_id"], row["tgt_id"])] = row
             frontier = list(dict.fromkeys(end for pair in raw_edges for end in pair if end not in reached))
@@ -522,22 +527,29 @@ class Chosen(Protocol):
 
 
 ChosenT = TypeVar("ChosenT", bound=Chosen)
+T = TypeVar("T")
 
 
 async def select_over(
     ctx: Any, rag: Any, graph: GraphSnapshot, select: Callable[..., ChosenT], *args: Any
 ) -> tuple[GraphSnapshot, ChosenT]:
+    """`run_selection`, then over a part the chosen entities' and relations' properties read."""
+    graph, chosen = await run_selection(ctx, rag, graph, select, *args)
+    chosen.edges = await chosen_properties(rag, graph, chosen.nodes, chosen.edges)
+    return graph, chosen
+
+
+async def run_selection(ctx: Any, rag: Any, graph: GraphSnapshot, select: Callable[..., T], *args: Any) -> tuple[GraphSnapshot, T]:
     """`select(graph, *args)` run in a worker thread, and the graph it ran over.  Over a part
     (`read_part`): run again with the relations each run asked for (`MissingRelations`) read into
-    the part, then the chosen entities' and relations' properties read; over the whole graph (read
-    and kept) once the relations of the entities a level expands are more than PART_MOST_SHARE of
-    all (those among chosen entities are always read)."""
+    the part (their keywords and weight); over the whole graph (read and kept) once the relations
+    of the entities a level expands are more than PART_MOST_SHARE of all (those among chosen
+    entities are always read)."""
     storage = rag.chunk_entity_relation_graph
     where = (storage.workspace, storage.namespace)
     while True:
         try:
-            chosen = await ctx.run_cpu(select, graph, *args)
-            break
+            return graph, await ctx.run_cpu(select, graph, *args)
         except MissingRelations as missing:
             asked = 0 if missing.among else sum(graph.degree(name) for name in missing.names)
             if asked > PART_MOST_SHARE * graph.size()[1]:
@@ -546,15 +558,20 @@ async def select_over(
             with _graph_access():
                 rows = await storage._fetch(_LINKS_AMONG_SQL if missing.among else _LINKS_OF_SQL, *where, missing.names)
             await ctx.run_cpu(graph.hold, rows, missing)
+
+
+async def chosen_properties(rag: Any, graph: GraphSnapshot, names: list[str], edges: list[Edge]) -> list[Edge]:
+    """Over a part: the stored properties of the entities `names` (into the part) and `edges` with
+    theirs, in order.  Elsewhere `edges`, which have them."""
     if graph.held is None:
-        return graph, chosen
-    graph.nodes.update(await _properties(storage, chosen.nodes) if chosen.nodes else {})
+        return edges
+    storage = rag.chunk_entity_relation_graph
+    graph.nodes.update(await _properties(storage, names) if names else {})
     with _graph_access():
-        ends = ([edge.source for edge in chosen.edges], [edge.target for edge in chosen.edges])
-        edges = await storage._fetch(_EDGES_NAMED_SQL, *where, *ends) if chosen.edges else []
-    read = {(edge.source, edge.target): edge for edge in map(Edge.read, _edges(storage, edges)) if edge is not None}
-    chosen.edges = [read.get((edge.source, edge.target), edge) for edge in chosen.edges]
-    return graph, chosen
+        ends = ([edge.source for edge in edges], [edge.target for edge in edges])
+        rows = await storage._fetch(_EDGES_NAMED_SQL, storage.workspace, storage.namespace, *ends) if edges else []
+    read = {(edge.source, edge.target): edge for edge in map(Edge.read, _edges(storage, rows)) if edge is not None}
+    return [read.get((edge.source, edge.target), edge) for edge in edges]
 
 
 def _edges(storage: Any, rows: Iterable[Any]) -> list[dict[str, Any]]:

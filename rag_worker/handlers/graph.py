@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +38,7 @@ from rag_worker.graph.search import (
 from rag_worker.graph.snapshot import (
     Entities,
     GraphSnapshot,
+    chosen_properties,
     entity_properties,
     folded,
     keep_part,
@@ -45,6 +47,7 @@ from rag_worker.graph.snapshot import (
     read_part,
     read_snapshot,
     readable,
+    run_selection,
     select_over,
     shorten,
     split_multi,
@@ -349,8 +352,10 @@ async def entity_relationships(ctx: RequestContext, args: dict[str, Any]) -> dic
     snapshot, name = await _around(ctx, ws.rag, requested, max_depth)
     filters = RelationFilters.from_arguments(args["relationship_filters"])
     limit, offset = int(args["limit"]), int(args["offset"])
-    found = await ctx.run_cpu(walk, snapshot, name, filters, max_depth)
+    snapshot, found = await run_selection(ctx, ws.rag, snapshot, walk, name, filters, max_depth)
     page = found.hops[offset : offset + limit]
+    edges = await chosen_properties(ws.rag, snapshot, [name], [hop.edge for hop in page])
+    page = [replace(hop, edge=edge) for hop, edge in zip(page, edges, strict=True)]
     documents = await source_documents(ws.catalog, {name: snapshot.nodes[name]})
     total = len(found.hops)
     result: dict[str, Any] = {
@@ -362,6 +367,7 @@ async def entity_relationships(ctx: RequestContext, args: dict[str, Any]) -> dic
         "truncated": found.cut,
     }
     result["message"] = messages.relationships_message(result)
+    keep_part(ws.rag, snapshot)
     return result
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,12 @@ import pytest
 from rag_worker.graph import snapshot as snapshots
 from rag_worker.graph.browse import GraphFilters, Selection, select_neighbourhood, select_whole
 from rag_worker.graph.exports import edge_record, node_record
-from rag_worker.graph.relationships import RelationFilters, walk
+from rag_worker.graph.relationships import RelationFilters, hop_record, walk
 from rag_worker.graph.search import SearchRequest, exact_search, fuzzy_search
 from rag_worker.graph.snapshot import (
     EntityDegrees,
     GraphSnapshot,
+    chosen_properties,
     entity_properties,
     forget_unused,
     keep_part,
@@ -30,6 +32,7 @@ from rag_worker.graph.snapshot import (
     read_neighbourhood,
     read_part,
     read_snapshot,
+    run_selection,
     select_over,
 )
 from rag_worker.graph.statistics import graph_statistics
@@ -136,7 +139,9 @@ async def test_entity_search_reads_the_entities_and_their_relation_counts_not_th
         assert search(entities, request) == search(whole, request)
 
 
-async def test_a_walk_over_the_part_around_an_entity_finds_what_it_finds_over_the_whole_graph(graph: Any) -> None:
+async def test_a_walk_over_the_part_around_an_entity_finds_what_it_finds_over_the_whole_graph(
+    graph: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store, ctx, rng = graph.chunk_entity_relation_graph, Context(), random.Random(7)
     names = [f"E{number:02d}" for number in range(40)]
     for name in names:
@@ -144,7 +149,8 @@ async def test_a_walk_over_the_part_around_an_entity_finds_what_it_finds_over_th
     pairs = {tuple(sorted(rng.sample(names[:30], 2))) for _ in range(70)} | {("E05", "E05")}  # E30-E39: alone
     for source, target in sorted(pairs):
         keywords = rng.choice(["knows", "visits", "knows,visits"])
-        await store.upsert_edge(source, target, {"keywords": keywords, "weight": str(rng.choice([1.0, 2.0, 3.0])), "source_id": "c1"})
+        await store.upsert_edge(source, target, {"keywords": keywords, "weight": str(rng.choice([1.0, 2.0, 3.0])),
+                                                 "description": f"{source} and {target}", "source_id": "c1", "file_path": f"{source}.md"})
     await store.index_done_callback()
     whole = await read_snapshot(ctx, graph)
     filters = [
@@ -163,6 +169,26 @@ async def test_a_walk_over_the_part_around_an_entity_finds_what_it_finds_over_th
     assert await read_neighbourhood(ctx, graph, "e01", 1) is None  # only the exact name
     assert await read_neighbourhood(ctx, graph, "nobody", 1) is None
     assert await read_neighbourhood(ctx, graph, "E01", 3, most_edges=5) is whole  # too wide: the whole graph, kept
+
+    forget_unused(unused_for=0)  # the whole graph let go: too wide, a part to walk over
+    monkeypatch.setattr(snapshots, "PART_MOST_SHARE", 10.0)  # (however much of the graph it asks for)
+    for name in names[:12]:
+        for depth in (2, 3):
+            for chosen in filters:
+                part = await read_neighbourhood(ctx, graph, name, depth, most_edges=0)
+                assert part is not None and part.held is not None
+                part, found = await run_selection(ctx, graph, part, walk, name, chosen, depth)
+                assert part.held is not None, "walked over a part, not the whole graph"
+                over_whole = walk(whole, name, chosen, depth)
+                edges = await chosen_properties(graph, part, [name], [hop.edge for hop in found.hops])
+                shown = [hop_record(part, replace(hop, edge=edge)) for hop, edge in zip(found.hops, edges, strict=True)]
+                assert shown == [hop_record(whole, hop) for hop in over_whole.hops], (name, depth, chosen)
+                assert (found.cut, found.counts) == (over_whole.cut, over_whole.counts)
+                assert part.nodes[name] == whole.nodes[name]  # the entity's own properties, read for it
+
+    monkeypatch.setattr(snapshots, "PART_MOST_SHARE", 0.01)  # a level holding more than 1 % of all: the whole graph
+    wide = await read_neighbourhood(ctx, graph, "E01", 2, most_edges=0)
+    assert wide is not None and wide.held is None and len(wide.edges) == len(whole.edges)
 
 
 async def random_graph(store: Any, rng: random.Random, count: int) -> list[str]:
