@@ -70,7 +70,8 @@ def create_data_directory(data_dir: Path, get_server: Any) -> None:
     half-way leaves a scratch directory (removed by the next creation), never a half-made data
     directory.  The caller holds the engine's start lock: nobody else creates it meanwhile."""
     for stale in data_dir.parent.glob(f"{data_dir.name}.init-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+        if stale.name.rpartition("-")[2].isdigit():  # ours: named after the process that made it
+            shutil.rmtree(stale, ignore_errors=True)
     if data_dir.exists():
         # No PG_VERSION.  Ours are renamed into place whole, so anything in it is somebody else's
         # (a folder of the user's, or a knowledge base's working directory given as WORKING_DIR's

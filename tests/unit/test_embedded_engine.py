@@ -257,6 +257,7 @@ async def test_files_where_the_engines_data_directory_goes_are_never_deleted_and
     theirs.mkdir(parents=True)
     (theirs / "PG_VERSION").write_text("18\n")
     (working_dir / ENGINE_DIR / "notes.txt").write_text("kept")
+    (working_dir / f"{ENGINE_DIR}.init-backup").mkdir()  # not a scratch directory of ours
     before = sorted(str(path) for path in (working_dir / ENGINE_DIR).rglob("*"))
     for _ in range(2):  # the next call gets the same answer
         with pytest.raises(RagError) as caught:
@@ -267,6 +268,7 @@ async def test_files_where_the_engines_data_directory_goes_are_never_deleted_and
         assert "move WORKING_DIR/engine elsewhere" in error.suggested_action and str(working_dir) not in error.message
     assert sorted(str(path) for path in (working_dir / ENGINE_DIR).rglob("*")) == before
     assert (working_dir / ENGINE_DIR / "notes.txt").read_text() == "kept"
+    assert (working_dir / f"{ENGINE_DIR}.init-backup").is_dir()
 
     empty = working_dir / "empty"
     (empty / ENGINE_DIR).mkdir(parents=True)
