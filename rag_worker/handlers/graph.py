@@ -47,6 +47,8 @@ from rag_worker.graph.snapshot import (
     read_part,
     read_snapshot,
     readable,
+    reads_parts,
+    resolve_name,
     run_selection,
     select_over,
     shorten,
@@ -378,9 +380,10 @@ async def _around(ctx: RequestContext, rag: Any, requested: str, max_depth: int)
     part = await read_neighbourhood(ctx, rag, requested, max_depth)
     if part is not None:
         return part, requested
-    entities = await read_entities(ctx, rag)
-    name = entities.resolve(requested)
+    whole = None if reads_parts(rag) else await read_snapshot(ctx, rag)
+    name = whole.resolve(requested) if whole is not None else await resolve_name(ctx, rag, requested)
     if name is None:
+        entities = whole if whole is not None else await read_entities(ctx, rag)
         if not entities.nodes:
             raise RagError(
                 ErrorCode.ENTITY_NOT_FOUND,
@@ -388,8 +391,8 @@ async def _around(ctx: RequestContext, rag: Any, requested: str, max_depth: int)
                 suggested_action="Upload documents with upload_to_lightrag first.",
             )
         raise await _not_found(ctx, entities, requested)
-    if isinstance(entities, GraphSnapshot):
-        return entities, name
+    if whole is not None:
+        return whole, name
     part = await read_neighbourhood(ctx, rag, name, max_depth)
     return part or await read_snapshot(ctx, rag), name
 

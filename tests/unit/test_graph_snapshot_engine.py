@@ -32,6 +32,7 @@ from rag_worker.graph.snapshot import (
     read_neighbourhood,
     read_part,
     read_snapshot,
+    resolve_name,
     run_selection,
     select_over,
 )
@@ -303,3 +304,25 @@ async def test_an_export_of_an_unchanged_graph_starts_from_a_copy_of_the_part_th
     await store.upsert_node("E00", node("E00", "changed"))  # the graph changed: a new part
     await store.index_done_callback()
     assert (await read_part(ctx, graph)).held == set()
+
+
+async def test_a_name_asked_in_another_case_is_resolved_from_the_names_alone(graph: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, ctx = graph.chunk_entity_relation_graph, Context()
+    for name in ("Ada Lovelace", "ACME", "Acme", "Straße"):
+        await store.upsert_node(name, node(name, f"{name} the entity"))
+    await store.index_done_callback()
+    assert snapshots.reads_parts(graph)
+    fetched: list[str] = []
+    fetch = store._fetch
+
+    async def counted(sql: str, *args: Any) -> Any:
+        fetched.append(sql)
+        return await fetch(sql, *args)
+
+    monkeypatch.setattr(store, "_fetch", counted)
+    asked = {"Ada Lovelace": "Ada Lovelace", "ada lovelace": "Ada Lovelace", " ADA LOVELACE ": "Ada Lovelace",
+             "STRASSE": "Straße", "acme": None, "Acme": "Acme", "Babbage": None}
+    whole = await read_snapshot(ctx, graph)
+    for name, stored in asked.items():
+        assert await resolve_name(ctx, graph, name) == stored == whole.resolve(name), name
+    assert snapshots._ENTITIES_SQL not in fetched  # no entity's type or description read
