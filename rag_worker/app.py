@@ -23,6 +23,15 @@ from rag_worker.storage.engine import EngineRegistry, Spawn
 from rag_worker.storage.lightrag_setup import import_lightrag
 from rag_worker.storage.workspace import Workspace
 
+#: When the cycle collector runs: after 50,000 allocations not yet freed (Python's default: 700),
+#: the older generations after 20 and 10 of those.  At the default, the rows and records a call
+#: holds across its awaits survived young collections and set off full ones, each traversing
+#: everything the worker keeps.  At 5,000 documents: indexing 100 documents ran 73 full
+#: collections (12.6 s; 20 s of collection in all), now 5 (0.3 s; 4.7 s in all), for 64 MB more
+#: worker memory; 15 relationship calls with the whole graph held ran 44-45 full collections of
+#: 165-185 ms each, now 1.
+GC_THRESHOLDS = (50_000, 20, 10)
+
 
 async def warm_up(runtime: WorkerRuntime, spawn: Spawn) -> None:
     """Build the runtime's engines and batch runner; everything that must work before the worker is ready.
@@ -51,3 +60,4 @@ async def warm_up(runtime: WorkerRuntime, spawn: Spawn) -> None:
     # long as the worker: out of every later collection, which a query's allocations trigger.
     gc.collect()
     gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
