@@ -147,6 +147,10 @@ def _storage_state(state: Any, result: dict[str, Any]) -> None:
         storage["unreachable_at_start"] = placement.unreachable
     if placement.configured.embedded or state.engines.embedded.info is not None:
         storage["engine"] = state.engines.embedded.describe()  # pid, version, up; no paths
+        failure = storage["engine"].pop("start_failed", None)
+        if failure:
+            result["status"] = "degraded"
+            result["notes"].append(failure)
     result["components"]["storage"] = storage
     if placement.fallback_active:
         result["status"] = "degraded"

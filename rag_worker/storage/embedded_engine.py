@@ -124,6 +124,7 @@ class EmbeddedEngine:
         self._info: EngineInfo | None = None
         self._version: str | None = None
         self._starting = anyio.Lock()
+        self.start_failure: str | None = None  # why the last start failed, for the health report
 
     @property
     def info(self) -> EngineInfo | None:
@@ -131,7 +132,8 @@ class EmbeddedEngine:
 
     def describe(self, show_paths: bool = False) -> dict[str, Any]:
         if self._info is None or not self.alive():
-            return {"up": False, "data_dir": str(self.data_dir) if show_paths else f"WORKING_DIR/{ENGINE_DIR}"}
+            down = {"up": False, "data_dir": str(self.data_dir) if show_paths else f"WORKING_DIR/{ENGINE_DIR}"}
+            return down | ({"start_failed": self.start_failure} if self.start_failure else {})
         return self._info.describe(show_paths)
 
     def alive(self) -> bool:
@@ -148,11 +150,15 @@ class EmbeddedEngine:
                 restarting = self._info is not None
                 try:
                     self._info = await anyio.to_thread.run_sync(self._start_blocking)
-                except RagError:
+                except RagError as exc:
+                    self.start_failure = exc.message
                     raise
                 except Exception as exc:
                     log.exception("the embedded database engine could not start in %s", self.data_dir)
-                    raise _start_failed(exc) from exc
+                    failed = _start_failed(exc)
+                    self.start_failure = failed.message
+                    raise failed from exc
+                self.start_failure = None
                 self._export_connection(self._info)
                 if restarting:
                     drop_pool()

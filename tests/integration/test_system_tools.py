@@ -184,6 +184,24 @@ async def test_detailed_health_reports_storages_models_llm_and_statistics(home: 
         assert "API_KEY" not in str(health) or "sk-" not in str(health)
 
 
+async def test_files_where_the_engine_goes_are_kept_and_every_call_and_the_health_report_say_why(home: Path) -> None:
+    """A knowledge base's working directory given as WORKING_DIR's parent: its folders sit where the
+    engine's data directory goes.  Nothing is deleted; the model reads what to do; the server serves on."""
+    theirs = home / "kbs" / "engine" / "data"
+    theirs.mkdir(parents=True)
+    (theirs / "notes.txt").write_text("kept")
+    async with running_server(home, WORKING_DIR=str(home / "kbs"), LIGHTRAG_MCP_DEFAULT_STORAGE="engine") as client:
+        for _ in range(2):
+            error = error_of(await client.call("lightrag_query", {"query": "What is here?"}))
+            assert error["error_code"] == "STORAGE_ERROR" and not error["retryable"], error
+            assert "WORKING_DIR/engine holds files that are not the engine's data directory" in error["error_message"]
+            assert str(home) not in str(error)
+        health = await client.health()
+        assert health["status"] == "degraded" and health["components"]["storage"]["engine"]["up"] is False
+        assert sum("WORKING_DIR/engine holds files" in note for note in health["notes"]) == 1  # said once
+    assert (theirs / "notes.txt").read_text() == "kept" and sorted(p.name for p in (home / "kbs" / "engine").iterdir()) == ["data"]
+
+
 # ------------------------------------------------------------------------- rate limits
 
 

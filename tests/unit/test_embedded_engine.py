@@ -259,10 +259,12 @@ async def test_files_where_the_engines_data_directory_goes_are_never_deleted_and
     (working_dir / ENGINE_DIR / "notes.txt").write_text("kept")
     (working_dir / f"{ENGINE_DIR}.init-backup").mkdir()  # not a scratch directory of ours
     before = sorted(str(path) for path in (working_dir / ENGINE_DIR).rglob("*"))
+    engine = EmbeddedEngine(working_dir)
     for _ in range(2):  # the next call gets the same answer
         with pytest.raises(RagError) as caught:
-            await EmbeddedEngine(working_dir).ensure_running()
+            await engine.ensure_running()
         error = caught.value
+        assert engine.describe()["start_failed"] == error.message  # for the health report
         assert error.code is ErrorCode.STORAGE_ERROR and not error.retryable
         assert "WORKING_DIR/engine holds files that are not the engine's data directory" in error.message
         assert "move WORKING_DIR/engine elsewhere" in error.suggested_action and str(working_dir) not in error.message
@@ -272,9 +274,11 @@ async def test_files_where_the_engines_data_directory_goes_are_never_deleted_and
 
     empty = working_dir / "empty"
     (empty / ENGINE_DIR).mkdir(parents=True)
-    info = await EmbeddedEngine(empty).ensure_running()
+    started = EmbeddedEngine(empty)
+    info = await started.ensure_running()
     try:
         assert (info.data_dir / "PG_VERSION").is_file() and await _query(info.socket_dir, "SELECT 1") == 1
+        assert "start_failed" not in started.describe() and started.describe()["up"]
     finally:
         stop_engine(empty / ENGINE_DIR)
 
