@@ -209,6 +209,17 @@ async def random_graph(store: Any, rng: random.Random, count: int) -> list[str]:
     return names
 
 
+async def parts_to_read(graph: Any, monkeypatch: pytest.MonkeyPatch, seed: int) -> tuple[Any, Context, list[str], GraphSnapshot]:
+    """A random graph of 48 entities and its whole snapshot, let go: an export reads a part of the
+    graph, however much of it the selection asks for."""
+    store, ctx = graph.chunk_entity_relation_graph, Context()
+    names = await random_graph(store, random.Random(seed), 48)
+    whole = await read_snapshot(ctx, graph)
+    forget_unused(unused_for=0)
+    monkeypatch.setattr(snapshots, "PART_MOST_SHARE", 10.0)
+    return store, ctx, names, whole
+
+
 def exported(graph: GraphSnapshot, selection: Selection) -> tuple[Any, ...]:
     """What an export shows of a selection."""
     return (
@@ -223,12 +234,8 @@ def exported(graph: GraphSnapshot, selection: Selection) -> tuple[Any, ...]:
 async def test_an_export_selects_over_the_relations_it_asks_for_what_it_selects_over_the_whole_graph(
     graph: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, ctx, rng = graph.chunk_entity_relation_graph, Context(), random.Random(11)
-    names = await random_graph(store, rng, 48)
-    whole = await read_snapshot(ctx, graph)
-    forget_unused(unused_for=0)  # the whole snapshot let go: the part is read
+    store, ctx, names, whole = await parts_to_read(graph, monkeypatch, 11)
     edges_read = whole_reads(store, monkeypatch)
-    monkeypatch.setattr(snapshots, "PART_MOST_SHARE", 10.0)  # a part, however much it asks for
     filters = [
         GraphFilters(),
         GraphFilters(min_degree=3, entity_types=frozenset({"person", "place"})),
@@ -263,11 +270,7 @@ async def test_an_export_selects_over_the_relations_it_asks_for_what_it_selects_
 async def test_an_export_of_an_unchanged_graph_starts_from_a_copy_of_the_part_the_last_one_read(
     graph: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, ctx, rng = graph.chunk_entity_relation_graph, Context(), random.Random(13)
-    names = await random_graph(store, rng, 48)
-    whole = await read_snapshot(ctx, graph)
-    forget_unused(unused_for=0)
-    monkeypatch.setattr(snapshots, "PART_MOST_SHARE", 10.0)
+    store, ctx, names, whole = await parts_to_read(graph, monkeypatch, 13)
     links_read = [0]
     fetch = store._fetch
 
