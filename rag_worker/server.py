@@ -29,6 +29,7 @@ from rag_worker.app import warm_up
 from rag_worker.context import WorkerRuntime
 from rag_worker.dispatch import Handler, dispatch
 from rag_worker.handlers import HANDLERS
+from rag_worker.ingest.isolation import remove_forkserver_files
 from rag_worker.stdio_guard import ProtocolFds
 from rag_worker.storage.engine import DataDirUnwritable
 
@@ -151,5 +152,6 @@ def run_worker(fds: ProtocolFds) -> None:
             raise
         code = m.EXIT_DATA_DIR
     # Skip interpreter teardown: library threads (onnxruntime, LightRAG workers) can stall it.
+    remove_forkserver_files()
     logging.shutdown()
     os._exit(code)

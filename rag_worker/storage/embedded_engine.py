@@ -13,7 +13,7 @@ Its life:
   directory (~0.1-0.2 s).  It listens on a unix socket only (no TCP port): in the data directory,
   or, when that path is too long for a socket (~107 bytes), in a short directory the library picks
   under the user's runtime directory (`/run/user/<uid>` or the temp dir, named by a hash of the
-  data directory).  The connection variables LightRAG's PostgreSQL storages read
+  data directory; removed when the engine stops).  The connection variables LightRAG's PostgreSQL storages read
   (`POSTGRES_HOST` = the socket directory, ...) are set in this process's environment.
 * **Shared** by every server process of the same data directory (LibreChat starts one per user):
   each process that uses it holds a *shared* `flock` on `engine.users` for its lifetime; starting
@@ -302,6 +302,12 @@ def stop_engine(data_dir: Path) -> bool:
         log.warning("stopping the embedded engine failed (%s); it is killed", exc)
         with contextlib.suppress(OSError):
             os.kill(running[0], 9)
+    socket_dir = running[1]
+    if socket_dir is not None and socket_dir != data_dir:
+        # The short directory the library made in the runtime or temp directory for a deep data
+        # directory: empty once the server is gone, and made again at the next start.
+        with contextlib.suppress(OSError):
+            socket_dir.rmdir()
     log.info("embedded engine stopped (last user gone)")
     return True
 

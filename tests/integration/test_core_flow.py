@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 import signal
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import pytest
 
 from mcp_front.identity import META_USER_KEY
 from tests.fixtures.documents import make_image_only_pdf, make_pdf, real_world_pdf
-from tests.integration.harness import Client, error_of, running_server
+from tests.integration.harness import Client, error_of, process_gone, running_server
 
 pytestmark = pytest.mark.anyio
 
@@ -221,6 +223,26 @@ async def test_users_never_see_each_others_documents(home: Path) -> None:
     async with running_server(home, LIGHTRAG_MCP_USER_ID="bob") as client:
         bob = await client.call("lightrag_query", {"query": "KESTREL code word", "mode": "naive"})
         assert "bob-notes.md" in bob.content[0].text and "alice" not in bob.content[0].text.lower()
+
+
+async def test_a_session_leaves_nothing_in_the_temp_directory(home: Path) -> None:
+    """The extractors' forkserver keeps its socket in the temp directory, and so does an engine
+    whose data directory is too deep for a socket: both are removed when the session ends (a
+    worker ending with os._exit, and the engine's stop, left one each: thousands in /tmp after a
+    few days of test runs).  Files one per machine (onnxruntime's `.ses`) may stay."""
+    temp = Path(tempfile.mkdtemp(prefix="t"))  # short, so the engine's socket fits under it
+    deep = home / ("d" * 60) / ("e" * 60)
+    try:
+        async with running_server(home, TMPDIR=str(temp), WORKING_DIR=str(deep)) as client:
+            pid = await client.worker_pid()
+            pdf = await upload(client, "reactor-review.pdf", make_pdf(REACTOR_PAGES), "application/pdf")
+            assert pdf["status"] == "processed"
+            in_use = sorted(path.name[:5] for path in temp.iterdir() if path.is_dir())
+            assert len(in_use) == 2 and in_use[1] == "pymp-", in_use  # and the engine's socket directory
+        assert process_gone(pid)
+        assert [path.name for path in temp.iterdir() if path.is_dir()] == []
+    finally:
+        shutil.rmtree(temp)
 
 
 async def test_a_worker_killed_mid_indexing_loses_nothing(home: Path) -> None:

@@ -231,6 +231,7 @@ async def test_a_data_directory_too_deep_for_a_socket_gets_a_short_socket_direct
         assert probe_servers([address]) == []  # the start-up probe takes a socket directory
     finally:
         await engine.release()
+    assert not info.socket_dir.exists()  # the last user's stop leaves nothing in the temp directory
 
 
 def test_the_start_up_probe_names_a_socket_directory_without_a_server() -> None:
