@@ -15,6 +15,20 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable  # the project's venv interpreter when run via `make test`
 
 
+# The longest suites first, the many short unit tests last.  `make test` hands whole files to two
+# processes (xdist --dist loadfile) in collection order: with reliability/ third, its soak (7.5 min)
+# was dealt near the end and ran alone while the other process sat idle; unit tests fill gaps.
+SUITE_ORDER = ("reliability", "backends", "integration", "unit")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def suite_rank(item: pytest.Item) -> int:
+        suite = item.path.parent.name
+        return SUITE_ORDER.index(suite) if suite in SUITE_ORDER else len(SUITE_ORDER)
+
+    items.sort(key=suite_rank)  # stable: each file's tests keep their order
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

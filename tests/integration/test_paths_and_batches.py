@@ -31,10 +31,12 @@ def ok(result: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
-    """data/proj: a copy of the project's own protocol package and README (a real tree)."""
+    """data/proj: a copy of the project's own protocol package and README's opening (a real tree)."""
     proj = tmp_path / "data" / "proj"
     shutil.copytree(PROJECT / "protocol", proj / "protocol", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(PROJECT / "README.md", proj / "README.md")
+    # The project's README up to its first table: real Markdown, a fixed size as the README grows.
+    readme = (PROJECT / "README.md").read_text()
+    (proj / "README.md").write_text(readme[: readme.index("\n|")])
     (proj / "docs").mkdir()
     (proj / "docs" / "README.md").write_text("# Docs\n\nThe HELIOS-77 telescope was designed by Nadia Petrova.\n")
     (proj / "node_modules" / "dep").mkdir(parents=True)
