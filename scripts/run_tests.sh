@@ -38,8 +38,10 @@ fi
 # pytest's own closing line gives its result and time; nothing is printed after it unless a step failed.
 # Two test processes (pytest-xdist), each taking whole files: most tests wait on servers they start,
 # so two at once on 2 cores halve the suite (30–36 → 16 minutes measured); PYTEST_WORKERS=0 runs it in one.
+# Files are dealt in the order tests/conftest.py sorts them (longest suites first); xdist's own
+# reorder (files with the most tests first) dealt the 7-minute soak, one test, last.
 # The slowest tests are named in every log: the suite's budget is ~20 minutes.
-.venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --dist loadfile --durations=25 "$@"
+.venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder --durations=25 "$@"
 status=$?
 if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: treating that as a failure" >&2

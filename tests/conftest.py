@@ -16,8 +16,8 @@ PYTHON = sys.executable  # the project's venv interpreter when run via `make tes
 
 
 # The longest suites first, the many short unit tests last.  `make test` hands whole files to two
-# processes (xdist --dist loadfile) in collection order: with reliability/ third, its soak (7.5 min)
-# was dealt near the end and ran alone while the other process sat idle; unit tests fill gaps.
+# processes (xdist --dist loadfile --no-loadscope-reorder) in this order: dealt by number of tests,
+# the soak (one test, 7.5 min) came last and ran alone while the other process sat idle.
 SUITE_ORDER = ("reliability", "backends", "integration", "unit")
 
 
