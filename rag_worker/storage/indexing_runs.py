@@ -146,7 +146,9 @@ class Indexing:
         """The run that just ended was the last one and left documents pending or processing:
         LightRAG halts a run on a storage error ("Pipeline halted on internal storage error"), and
         a document whose FAILED status could not be written either (a full disk) stays processing,
-        resumed only by a later run."""
+        resumed only by a later run.  A run that raised (the consistency check that starts it
+        writes too) counts the same: a document stayed processing for good when the run started
+        again after a halt met the disk still full."""
         if entry.indexing_runs > 1 or await entry.pipeline_busy():
             return False  # another run of ours, or LightRAG's, goes on and takes them
         counts = await status_counts(entry.rag.doc_status)
@@ -185,6 +187,9 @@ class Indexing:
             try:
                 try:
                     await entry.rag.apipeline_process_enqueue_documents()
+                except Exception:  # e.g. its first write failed on a full disk: what it left is resumed below
+                    log.exception("indexing pipeline of workspace %s failed", entry.name)
+                try:
                     if await requeue_storage_failures(entry.rag, entry.storage_retries):
                         self._run_pipeline(entry)  # documents an outage failed: indexed again (outage_retry)
                     elif await self._halted_with_work_left(entry):
@@ -192,7 +197,7 @@ class Indexing:
                     else:
                         entry.halted_runs = 0
                 except Exception:
-                    log.exception("indexing pipeline of workspace %s failed", entry.name)
+                    log.exception("workspace %s: reading what the indexing run left unfinished failed", entry.name)
                 if self._after_processing is not None:
                     await self._after_processing(entry)
             finally:

@@ -49,11 +49,13 @@ async def test_automatic_retries_of_one_document_are_bounded(tmp_path: Path) -> 
         assert await doc_state(ws, "doc-again") == "failed"
 
 
-async def test_a_run_halted_by_its_storage_is_started_again_with_no_further_call(tmp_path: Path) -> None:
+@pytest.mark.parametrize("first_run", ["halts", "raises"])
+async def test_a_run_halted_by_its_storage_is_started_again_with_no_further_call(tmp_path: Path, first_run: str) -> None:
     """LightRAG halts a run on a storage error ("Pipeline halted on internal storage error"); on a
     full disk the document's FAILED status cannot be written either, and it stays processing.
-    Here the first run returns at once, as a halted one does, leaving the document processing:
-    a later run, started by itself, indexes it."""
+    Here the first run returns at once, as a halted one does, or raises, as one does whose first
+    write (LightRAG's consistency check) fails on a disk still full, leaving the document
+    processing: a later run, started by itself, indexes it."""
     async with worker(tmp_path / "data") as state, call_in_flight(state, "ws_halt") as ws:
         await ws.rag.apipeline_enqueue_documents(ZEBRA, ids=["doc-halted"], file_paths=["doc-halted.txt"])
         row = dict(await ws.rag.doc_status.get_by_id("doc-halted"))
@@ -65,6 +67,8 @@ async def test_a_run_halted_by_its_storage_is_started_again_with_no_further_call
             runs.append(len(runs) + 1)
             if len(runs) > 1:
                 await process(*args, **kwargs)
+            elif first_run == "raises":
+                raise OSError(28, "No space left on device")
 
         ws.rag.apipeline_process_enqueue_documents = halted_first
         state.engines.start_processing(ws)
