@@ -346,10 +346,10 @@ _DEGREES_SQL = _degrees_sql()
 
 
 #: A walk whose entities to expand hold more relations than this walks over a part of the graph
-#: that reads their relations' keywords and weight only (`read_part`), or the whole graph: the
-#: relations around an entity, read with all their properties (chunk ids, file names), cost more
-#: than the whole graph's read past this (at 2,000 documents two hops from an entity every report
-#: names are 38,000 of the 56,000 relations, read in 1.0 s against 0.9 s whole).
+#: that reads their relations' keywords and weight only (`read_part`): the relations around an
+#: entity, read with all their properties (chunk ids, file names), cost more than the whole
+#: graph's read past this (at 2,000 documents two hops from an entity every report names are
+#: 38,000 of the 56,000 relations, read in 1.0 s against 0.9 s whole).
 PART_MOST_EDGES = 5_000
 _NODES_NAMED_SQL = "SELECT id, properties FROM lightrag_graph_nodes WHERE workspace = $1 AND namespace = $2 AND id = ANY($3)"
 _EDGES_OF_SQL = (
@@ -377,9 +377,6 @@ _ENTITIES_SQL = (
 )
 _NAMES_SQL = "SELECT id FROM lightrag_graph_nodes WHERE workspace = $1 AND namespace = $2"
 _RELATIONS_SQL = "SELECT count(*) AS relations FROM lightrag_graph_edges WHERE workspace = $1 AND namespace = $2"
-#: A selection over a part of the graph reads the whole graph instead (kept for the next graph call)
-#: when the entities a level expands hold more than this share of them.
-PART_MOST_SHARE = 0.5
 
 
 def _table_graph(storage: Any) -> bool:
@@ -413,8 +410,8 @@ async def read_snapshot(ctx: Any, rag: Any) -> GraphSnapshot:
 
 
 async def read_entities(ctx: Any, rag: Any) -> EntityDegrees | GraphSnapshot:
-    """What entity search reads of `rag`'s graph.  On LightRAG's PostgreSQL table graph, unless a
-    current whole snapshot is kept: each entity's type and description and, counted by the engine,
+    """What entity search reads of `rag`'s graph.  On LightRAG's PostgreSQL table graph: each
+    entity's type and description and, counted by the engine,
     its number of relations (`entity_properties` reads the rest for the entities shown).  The
     relations are most of a whole read (at 10,000 documents 224,000 of them against 38,000
     entities: 4.5-6 s after each indexed document), and the other properties most of the
@@ -425,8 +422,7 @@ async def read_entities(ctx: Any, rag: Any) -> EntityDegrees | GraphSnapshot:
         return await read_snapshot(ctx, rag)
     with _graph_access():
         version = await graph_version(storage)
-    whole = _kept(storage, "graph", version)
-    return cast(GraphSnapshot, whole) if whole is not None else await _entities_at(ctx, storage, version)
+    return await _entities_at(ctx, storage, version)
 
 
 async def _entities_at(ctx: Any, storage: Any, version: str | None) -> EntityDegrees:
@@ -479,10 +475,9 @@ async def read_neighbourhood(ctx: Any, rag: Any, name: str, depth: int, most_edg
     each one's relation count in the whole graph, read with a few queries instead of the whole
     graph (4.5-6 s after each indexed document at 10,000 documents); a walk from `name` finds over
     it what it finds over the whole graph.  Where the entities to expand hold more than
-    `most_edges` relations, a part to walk over with `run_selection` (`read_part`), or the whole
-    graph (kept) when they hold more than PART_MOST_SHARE of all: two hops from an entity every
-    document names reach most of the graph.  None where the graph is another storage or has no
-    entity named exactly `name`."""
+    `most_edges` relations (two hops from an entity every document names reach most of the
+    graph), a part to walk over with `run_selection` (`read_part`).  None where the graph is
+    another storage or has no entity named exactly `name`."""
     storage = rag.chunk_entity_relation_graph
     if not _table_graph(storage):
         return None
@@ -495,8 +490,7 @@ async def read_neighbourhood(ctx: Any, rag: Any, name: str, depth: int, most_edg
             degrees.update(_degrees(await storage._fetch(_DEGREES_OF_SQL, *where, frontier)))
             expand = sum(degrees.get(entity, 0) for entity in frontier)
             if expand > most_edges:
-                relations = int((await storage._fetch(_RELATIONS_SQL, *where))[0]["relations"])
-                return await (read_snapshot if expand > PART_MOST_SHARE * relations else read_part)(ctx, rag)
+                return await read_part(ctx, rag)
             for row in await storage._fetch(_EDGES_OF_SQL, *where, frontier):
                 raw_edges[(row["src_id"], row["tgt_id"])] = row
             frontier = list(dict.fromkeys(end for pair in raw_edges for end in pair if end not in reached))
@@ -515,21 +509,19 @@ async def read_neighbourhood(ctx: Any, rag: Any, name: str, depth: int, most_edg
 
 
 async def read_part(ctx: Any, rag: Any) -> GraphSnapshot:
-    """What a graph export selects from.  On LightRAG's PostgreSQL table graph, unless a current
-    whole snapshot is kept: a part holding every entity with its type and relation count and no
-    relation (`select_over` reads what the selection asks for), instead of the whole graph (3-4 s
-    after each indexed document at 5,000 documents); while the graph is unchanged, a copy of the
-    part the last export read (`keep_part`), with the relations and properties it read.
-    Elsewhere the whole snapshot."""
+    """What a graph export or a wide walk selects from.  On LightRAG's PostgreSQL table graph: a
+    part holding every entity with its type and relation count and no relation (`run_selection`
+    reads what the selection asks for), instead of the whole graph (3-4 s after each indexed
+    document at 5,000 documents); while the graph is unchanged, a copy of the part the last export
+    read (`keep_part`), with the relations and properties it read.  Elsewhere the whole snapshot."""
     storage = rag.chunk_entity_relation_graph
     if not _table_graph(storage):
         return await read_snapshot(ctx, rag)
     with _graph_access():
         version = await graph_version(storage)
-    for kind in ("graph", "part"):
-        kept = _kept(storage, kind, version)
-        if kept is not None:
-            return cast(GraphSnapshot, kept) if kind == "graph" else await ctx.run_cpu(kept.copy)
+    kept = _kept(storage, "part", version)
+    if kept is not None:
+        return cast(GraphSnapshot, await ctx.run_cpu(kept.copy))
     part = (await _entities_at(ctx, storage, version)).part()
     part.version = version
     return part
@@ -551,31 +543,25 @@ ChosenT = TypeVar("ChosenT", bound=Chosen)
 T = TypeVar("T")
 
 
-async def select_over(
-    ctx: Any, rag: Any, graph: GraphSnapshot, select: Callable[..., ChosenT], *args: Any
-) -> tuple[GraphSnapshot, ChosenT]:
+async def select_over(ctx: Any, rag: Any, graph: GraphSnapshot, select: Callable[..., ChosenT], *args: Any) -> ChosenT:
     """`run_selection`, then over a part the chosen entities' and relations' properties read."""
-    graph, chosen = await run_selection(ctx, rag, graph, select, *args)
+    chosen = await run_selection(ctx, rag, graph, select, *args)
     chosen.edges = await chosen_properties(rag, graph, chosen.nodes, chosen.edges)
-    return graph, chosen
+    return chosen
 
 
-async def run_selection(ctx: Any, rag: Any, graph: GraphSnapshot, select: Callable[..., T], *args: Any) -> tuple[GraphSnapshot, T]:
-    """`select(graph, *args)` run in a worker thread, and the graph it ran over.  Over a part
-    (`read_part`): run again with the relations each run asked for (`MissingRelations`) read into
-    the part (their keywords and weight); over the whole graph (read and kept) once the relations
-    of the entities a level expands are more than PART_MOST_SHARE of all (those among chosen
-    entities are always read)."""
+async def run_selection(ctx: Any, rag: Any, graph: GraphSnapshot, select: Callable[..., T], *args: Any) -> T:
+    """`select(graph, *args)` run in a worker thread.  Over a part (`read_part`): run again with the
+    relations each run asked for (`MissingRelations`) read into the part (their keywords and
+    weight), however many: reading the whole graph instead, as this did once a level's relations
+    were over half of all, took 3.2-3.3 s for two hops from an entity every report names at 5,000
+    documents, against 1.7-1.9 s, and kept 290 MB more in the worker."""
     storage = rag.chunk_entity_relation_graph
     where = (storage.workspace, storage.namespace)
     while True:
         try:
-            return graph, await ctx.run_cpu(select, graph, *args)
+            return cast(T, await ctx.run_cpu(select, graph, *args))
         except MissingRelations as missing:
-            asked = 0 if missing.among else sum(graph.degree(name) for name in missing.names)
-            if asked > PART_MOST_SHARE * graph.size()[1]:
-                graph = await read_snapshot(ctx, rag)
-                continue
             with _graph_access():
                 rows = await storage._fetch(_LINKS_AMONG_SQL if missing.among else _LINKS_OF_SQL, *where, missing.names)
             await ctx.run_cpu(graph.hold, rows, missing)

@@ -97,7 +97,7 @@ async def get_graph(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]
         selection = Selection([], [])
         scope["empty_knowledge_base"] = True
     else:
-        snapshot, selection = await _select(ctx, ws, snapshot, args, filters, scope, max_depth, max_nodes, max_edges)
+        selection = await _select(ctx, ws, snapshot, args, filters, scope, max_depth, max_nodes, max_edges)
     statistics = await ctx.run_cpu(graph_statistics, snapshot, selection)
     await ctx.progress(2, 4, "statistics computed")
     direction = str(options["mermaid_direction"])
@@ -163,9 +163,9 @@ async def _select(
     max_depth: int,
     max_nodes: int,
     max_edges: int,
-) -> tuple[GraphSnapshot, Selection]:
-    """What the call asks for: an entity's or a query's neighbourhood, one type, or everything;
-    and the graph it was chosen over (`select_over`)."""
+) -> Selection:
+    """What the call asks for: an entity's or a query's neighbourhood, one type, or everything,
+    chosen over `snapshot` (`select_over`)."""
     centers: list[str] = []
     type_filter: str | None = None
     entity = str(args.get("entity") or "").strip()
@@ -193,14 +193,14 @@ async def _select(
         centers.extend(hits)
         if not centers:
             scope["mode"] = "query_neighbourhood"
-            return snapshot, Selection([], [])
+            return Selection([], [])
     if centers:
         scope.update({"mode": "neighbourhood", "centers": list(dict.fromkeys(centers)), "max_depth": max_depth})
-        snapshot, selection = await select_over(
+        selection = await select_over(
             ctx, ws.rag, snapshot, select_neighbourhood, centers, filters, max_depth, max_nodes, max_edges
         )
         scope["more_beyond_depth"] = selection.more_beyond_depth
-        return snapshot, selection
+        return selection
     if type_filter:
         scope.update({"mode": "entity_type", "entity_type": type_filter})
     return await select_over(ctx, ws.rag, snapshot, select_whole, filters, max_nodes, max_edges, type_filter)
@@ -354,7 +354,7 @@ async def entity_relationships(ctx: RequestContext, args: dict[str, Any]) -> dic
     snapshot, name = await _around(ctx, ws.rag, requested, max_depth)
     filters = RelationFilters.from_arguments(args["relationship_filters"])
     limit, offset = int(args["limit"]), int(args["offset"])
-    snapshot, found = await run_selection(ctx, ws.rag, snapshot, walk, name, filters, max_depth)
+    found = await run_selection(ctx, ws.rag, snapshot, walk, name, filters, max_depth)
     page = found.hops[offset : offset + limit]
     edges = await chosen_properties(ws.rag, snapshot, [name], [hop.edge for hop in page])
     page = [replace(hop, edge=edge) for hop, edge in zip(page, edges, strict=True)]

@@ -118,14 +118,13 @@ async def test_entity_search_reads_the_entities_and_their_relation_counts_not_th
     for source, target in (("Ada", "Bob"), ("Ada", "Cy"), ("Bob", "Cy"), ("Ada", "Ada")):
         await store.upsert_edge(source, target, {"keywords": "knows", "weight": "1.0", "source_id": "c1"})
     await store.index_done_callback()
-    whole = await read_snapshot(ctx, graph)
-    assert await read_entities(ctx, graph) is whole  # a current whole snapshot serves entity search too
-
-    await store.upsert_node("Eve", node("Eve", "Eve the person"))  # the graph changed: the snapshot is stale
-    await store.index_done_callback()
     edges_read = whole_reads(store, monkeypatch)
+    assert isinstance(await read_entities(ctx, graph), EntityDegrees)
+
+    await store.upsert_node("Eve", node("Eve", "Eve the person"))  # the graph changed: read again
+    await store.index_done_callback()
     entities = await read_entities(ctx, graph)
-    assert isinstance(entities, EntityDegrees) and edges_read[0] == 0
+    assert isinstance(entities, EntityDegrees) and edges_read[0] == 0 and "Eve" in entities.nodes
     assert await read_entities(ctx, graph) is entities  # unchanged: kept
     whole = await read_snapshot(ctx, graph)
     assert edges_read[0] == 1 and set(entities.nodes) == set(whole.nodes)
@@ -169,27 +168,24 @@ async def test_a_walk_over_the_part_around_an_entity_finds_what_it_finds_over_th
             assert {n: part.degree(n) for n in reached} == {n: whole.degree(n) for n in reached}
     assert await read_neighbourhood(ctx, graph, "e01", 1) is None  # only the exact name
     assert await read_neighbourhood(ctx, graph, "nobody", 1) is None
-    assert await read_neighbourhood(ctx, graph, "E01", 3, most_edges=5) is whole  # too wide: the whole graph, kept
+    wide = await read_neighbourhood(ctx, graph, "E01", 3, most_edges=5)  # too wide: a part to walk over
+    assert wide is not None and wide.held == set() and wide.size() == whole.size()
 
-    forget_unused(unused_for=0)  # the whole graph let go: too wide, a part to walk over
-    monkeypatch.setattr(snapshots, "PART_MOST_SHARE", 10.0)  # (however much of the graph it asks for)
-    for name in names[:12]:
+    forget_unused(unused_for=0)  # the reference let go
+    edges_read = whole_reads(store, monkeypatch)
+    for name in names[:12]:  # however much of the graph a level holds (all of it, three hops from most)
         for depth in (2, 3):
             for chosen in filters:
                 part = await read_neighbourhood(ctx, graph, name, depth, most_edges=0)
                 assert part is not None and part.held is not None
-                part, found = await run_selection(ctx, graph, part, walk, name, chosen, depth)
-                assert part.held is not None, "walked over a part, not the whole graph"
+                found = await run_selection(ctx, graph, part, walk, name, chosen, depth)
                 over_whole = walk(whole, name, chosen, depth)
                 edges = await chosen_properties(graph, part, [name], [hop.edge for hop in found.hops])
                 shown = [hop_record(part, replace(hop, edge=edge)) for hop, edge in zip(found.hops, edges, strict=True)]
                 assert shown == [hop_record(whole, hop) for hop in over_whole.hops], (name, depth, chosen)
                 assert (found.cut, found.counts) == (over_whole.cut, over_whole.counts)
                 assert part.nodes[name] == whole.nodes[name]  # the entity's own properties, read for it
-
-    monkeypatch.setattr(snapshots, "PART_MOST_SHARE", 0.01)  # a level holding more than 1 % of all: the whole graph
-    wide = await read_neighbourhood(ctx, graph, "E01", 2, most_edges=0)
-    assert wide is not None and wide.held is None and len(wide.edges) == len(whole.edges)
+    assert edges_read[0] == 0  # never the whole graph
 
 
 async def random_graph(store: Any, rng: random.Random, count: int) -> list[str]:
@@ -209,14 +205,12 @@ async def random_graph(store: Any, rng: random.Random, count: int) -> list[str]:
     return names
 
 
-async def parts_to_read(graph: Any, monkeypatch: pytest.MonkeyPatch, seed: int) -> tuple[Any, Context, list[str], GraphSnapshot]:
-    """A random graph of 48 entities and its whole snapshot, let go: an export reads a part of the
-    graph, however much of it the selection asks for."""
+async def parts_to_read(graph: Any, seed: int) -> tuple[Any, Context, list[str], GraphSnapshot]:
+    """A random graph of 48 entities and its whole snapshot (the reference), let go."""
     store, ctx = graph.chunk_entity_relation_graph, Context()
     names = await random_graph(store, random.Random(seed), 48)
     whole = await read_snapshot(ctx, graph)
     forget_unused(unused_for=0)
-    monkeypatch.setattr(snapshots, "PART_MOST_SHARE", 10.0)
     return store, ctx, names, whole
 
 
@@ -234,7 +228,7 @@ def exported(graph: GraphSnapshot, selection: Selection) -> tuple[Any, ...]:
 async def test_an_export_selects_over_the_relations_it_asks_for_what_it_selects_over_the_whole_graph(
     graph: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, ctx, names, whole = await parts_to_read(graph, monkeypatch, 11)
+    store, ctx, names, whole = await parts_to_read(graph, 11)
     edges_read = whole_reads(store, monkeypatch)
     filters = [
         GraphFilters(),
@@ -252,25 +246,17 @@ async def test_an_export_selects_over_the_relations_it_asks_for_what_it_selects_
     for select, args in selections:
         part = await read_part(ctx, graph)
         assert part.held == set() and part.edges == [] and part.size() == whole.size()
-        part, selection = await select_over(ctx, graph, part, select, *args)
-        assert part.held is not None, "a part, not the whole graph"
+        selection = await select_over(ctx, graph, part, select, *args)
         assert exported(part, selection) == exported(whole, select(whole, *args)), (select.__name__, args)
         for name in part.held:  # in the whole graph's order, whatever order they were read in
             assert [edge.id for edge in part.incident(name)] == [edge.id for edge in whole.incident(name)]
-    assert edges_read[0] == 0
-
-    monkeypatch.setattr(snapshots, "PART_MOST_SHARE", 0.05)  # E00's relations are more than 5 % of all
-    select, args = selections[2]
-    part, selection = await select_over(ctx, graph, await read_part(ctx, graph), select, *args)
-    assert part.held is None and edges_read[0] == 1  # the whole graph, read once and kept
-    assert exported(part, selection) == exported(whole, select(whole, *args))
-    assert await read_part(ctx, graph) is part
+    assert edges_read[0] == 0  # however much of the graph a selection asks for
 
 
 async def test_an_export_of_an_unchanged_graph_starts_from_a_copy_of_the_part_the_last_one_read(
     graph: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, ctx, names, whole = await parts_to_read(graph, monkeypatch, 13)
+    store, ctx, names, whole = await parts_to_read(graph, 13)
     links_read = [0]
     fetch = store._fetch
 
@@ -290,8 +276,8 @@ async def test_an_export_of_an_unchanged_graph_starts_from_a_copy_of_the_part_th
     for _ in range(2):
         for select, args in selections:
             part = await read_part(ctx, graph)
-            part, selection = await select_over(ctx, graph, part, select, *args)
-            assert part.held is not None and exported(part, selection) == exported(whole, select(whole, *args))
+            selection = await select_over(ctx, graph, part, select, *args)
+            assert exported(part, selection) == exported(whole, select(whole, *args))
             keep_part(graph, part)
         read_by_round.append(links_read[0])
     assert read_by_round[0] > 0 and read_by_round[1] == read_by_round[0]  # the second round read no relation
@@ -300,7 +286,7 @@ async def test_an_export_of_an_unchanged_graph_starts_from_a_copy_of_the_part_th
     held, edges = set(kept.held), len(kept.edges)
     copy = await read_part(ctx, graph)
     assert copy is not kept and copy.held == held and copy.nodes is not kept.nodes
-    copy, selection = await select_over(ctx, graph, copy, select_neighbourhood, [names[-1], "E30"], chosen, 3, 100, 500)
+    selection = await select_over(ctx, graph, copy, select_neighbourhood, [names[-1], "E30"], chosen, 3, 100, 500)
     assert exported(copy, selection) == exported(whole, select_neighbourhood(whole, [names[-1], "E30"], chosen, 3, 100, 500))
     assert kept.held == held and len(kept.edges) == edges  # what another export read stays as it was
 
