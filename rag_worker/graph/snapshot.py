@@ -554,8 +554,8 @@ async def run_selection(ctx: Any, rag: Any, graph: GraphSnapshot, select: Callab
     """`select(graph, *args)` run in a worker thread.  Over a part (`read_part`): run again with the
     relations each run asked for (`MissingRelations`) read into the part (their keywords and
     weight), however many: reading the whole graph instead, as this did once a level's relations
-    were over half of all, took 3.2-3.3 s for two hops from an entity every report names at 5,000
-    documents, against 1.7-1.9 s, and kept 290 MB more in the worker."""
+    were over half of all, took 2.9-3.0 s for two hops from an entity every report names at 5,000
+    documents, against 1.8 s, and kept 300 MB more in the worker."""
     storage = rag.chunk_entity_relation_graph
     where = (storage.workspace, storage.namespace)
     while True:
