@@ -93,6 +93,19 @@ def test_a_search_matches_at_most_max_matched_entries_the_rarest_terms_first(
     assert words("Brenner") == set()  # 12 % of the entries, and over the budget
 
 
+def test_a_search_returns_its_best_entries_by_bm25_names_weighing_twice(tmp_path: Path) -> None:
+    """Of 40 entries naming the valve once to five times, in the name or the text, the 6 a search
+    keeps are BM25's best over all 40, best first (ties by entry order)."""
+    index = Fts5LexicalIndex(tmp_path / "lexical.sqlite3")
+    index.add([Entry("entity", f"e{n}", "valve " * (n % 5 + 1) + "filler " * (n % 7), name="Valve" if n % 3 == 0 else f"part {n}")
+               for n in range(40)])
+    index.add([Entry("entity", f"other{n}", "pumps only", name=f"pump {n}") for n in range(200)])  # valve: in 1 of 6
+    ranked = index._db.execute(
+        "SELECT e.key FROM fts_entity JOIN entries e ON e.id = fts_entity.rowid WHERE fts_entity MATCH '\"valve\"' "
+        "ORDER BY bm25(fts_entity, 2.0, 1.0), fts_entity.rowid").fetchall()
+    assert [hit.key for hit in index.search("entity", "Which valve?", 6)[1]] == [key for (key,) in ranked[:6]]
+
+
 @pytest.mark.parametrize("question", [
     'part "PX-4471-KQ" OR NEAR(a b) AND NOT x*', "col:value ^start", '""" unbalanced (', "-- ; DROP TABLE entries",
     "{name body}: technician", "",
