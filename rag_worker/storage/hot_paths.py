@@ -39,9 +39,10 @@ passages of the entities and relations it found by their similarity to the quest
 name (thousands at 5,000 documents: an entity named in every report) and computes each cosine
 with a NumPy call of its own.  A py-spy profile of hybrid questions at 5,485 documents put about
 95 ms per question there, most of a question's time.  :func:`pick_in_one_pass` computes the same
-similarities where the vectors are stored (pgvector, on the engine) or in one matrix product
-(`vector_flush.chunk_similarities`), then ranks as LightRAG does: highest first, ties in
-candidate order, the same fall-backs (no candidates, a missing vector, an error).
+similarities in one pass (`vector_flush.chunk_similarities`: a matrix product of the vectors
+the worker keeps or the files hold, or pgvector where they are stored), then ranks as LightRAG
+does: highest first, ties in candidate order, the same fall-backs (no candidates, a missing
+vector, an error).
 """
 
 from __future__ import annotations

@@ -14,12 +14,13 @@ buffer, in where the row keeps its text, and in how the stored rows are read:
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from rag_worker.storage.chunk_vectors import as_float32, similarities
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +37,8 @@ class Buffer:
     stored: Callable[[Any, list[str]], Awaitable[Stored]]
     #: A question's read of committed vectors as float32 arrays; None: the storage's own read.
     committed: Callable[[Any, list[str]], Awaitable[dict[str, np.ndarray]]] | None = None
-    #: A question's cosine similarities of committed rows to its vector, computed where they are
-    #: stored; None: computed here from the vectors read.
+    #: A question's cosine similarities of committed rows to its vector, the store's own way
+    #: (`chunk_vectors`: kept vectors, or pgvector in the server); None: from the vectors read.
     similarities: Callable[[Any, list[str], np.ndarray], Awaitable[dict[str, float]]] | None = None
 
     def rows(self, storage: Any) -> dict[str, Any]:
@@ -71,11 +72,6 @@ async def _pg_rows(storage: Any, ids: list[str], columns: str) -> list[Any]:
     return list(await storage.db.query(sql, [storage.workspace, ids], multirows=True) or [])
 
 
-def _float32(vector: Any) -> np.ndarray:
-    # pgvector's codec (LightRAG registers it on every connection) gives a `Vector`.
-    return np.asarray(vector.to_numpy() if hasattr(vector, "to_numpy") else vector, dtype=np.float32)
-
-
 async def _pg_stored(storage: Any, ids: list[str]) -> Stored:
     """PostgreSQL's rows of `ids`.  A failed read only means embedding them again (the commit
     that follows reports the server's trouble itself)."""
@@ -85,7 +81,7 @@ async def _pg_stored(storage: Any, ids: list[str]) -> Stored:
         log.warning("%s: stored vectors not read (%s); embedding the rows", storage.namespace, type(error).__name__)
         return {}
     return {
-        row["id"]: (row["content"], _float32(row["content_vector"]))
+        row["id"]: (row["content"], as_float32(row["content_vector"]))
         for row in rows
         if row.get("content_vector") is not None and row.get("content") is not None
     }
@@ -100,34 +96,11 @@ async def _pg_committed(storage: Any, ids: list[str]) -> dict[str, np.ndarray]:
     if not ids:
         return {}
     rows = await _pg_rows(storage, ids, "id, content_vector")
-    return {row["id"]: _float32(row["content_vector"]) for row in rows if row.get("content_vector") is not None}
-
-
-async def _pg_similarities(storage: Any, ids: list[str], question: np.ndarray) -> dict[str, float]:
-    """The cosine similarity of `question` to each committed row of `ids`, by pgvector in the
-    server: an id and a number per row cross the socket instead of 384 floats, and no array is
-    built here (at 5,000 documents a question's entities name thousands of chunks).  A zero or
-    non-finite vector gives 0.0, as `lightrag.utils.cosine_similarity` does."""
-    if not ids:
-        return {}
-    # Two arrays in one row, not a row per id: 7,146 ids took 12.5 ms of the client's CPU as
-    # rows, 4.6 ms as arrays.
-    sql = (
-        f"SELECT array_agg(id) AS ids, array_agg(1 - (content_vector <=> $3)) AS similarities "
-        f"FROM {storage.table_name} WHERE workspace=$1 AND id = ANY($2) AND content_vector IS NOT NULL"
-    )
-    row = await storage.db.query(sql, [storage.workspace, ids, np.asarray(question, dtype=np.float32)])
-    if not row or row.get("ids") is None:  # no row matched: array_agg of nothing is NULL
-        return {}
-    return dict(zip(row["ids"], map(_finite, row["similarities"]), strict=True))
-
-
-def _finite(value: float | None) -> float:
-    return value if value is not None and math.isfinite(value) else 0.0
+    return {row["id"]: as_float32(row["content_vector"]) for row in rows if row.get("content_vector") is not None}
 
 
 #: By storage class name (LightRAG 1.5.7, pinned).
 BUFFERS: dict[str, Buffer] = {
     "NanoVectorDBStorage": Buffer("_pending_upserts", "record", _nano_stored),
-    "PGVectorStorage": Buffer("_pending_vector_docs", "item", _pg_stored, _pg_committed, _pg_similarities),
+    "PGVectorStorage": Buffer("_pending_vector_docs", "item", _pg_stored, _pg_committed, similarities),
 }

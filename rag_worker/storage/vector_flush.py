@@ -108,9 +108,9 @@ def _vectors_without_waiting(
 
 
 async def chunk_similarities(storage: Any, ids: list[str], question: np.ndarray) -> dict[str, float]:
-    """Each of `ids`' cosine similarity to `question` (a question's committed rows): computed by
-    the store where it can (`Buffer.similarities`), else from the vectors it returns, in one
-    matrix product.  Rows without a vector are left out."""
+    """Each of `ids`' cosine similarity to `question` (a question's committed rows): by the
+    store's own way where it has one (`Buffer.similarities`: kept vectors or pgvector), else from
+    the vectors it returns, in one matrix product.  Rows without a vector are left out."""
     buffer = BUFFERS.get(type(storage).__name__)
     if _QUESTION.get() and buffer is not None and buffer.similarities is not None:
         return await buffer.similarities(storage, ids, question)
