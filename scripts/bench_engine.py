@@ -1,7 +1,7 @@
 """Growth curve of the embedded database engine vs the JSON files, in the same run (issue 25).
 
     .venv/bin/python scripts/bench_engine.py --sizes 100 1000 [--backends engine files] [--json out.json] [--keep DIR]
-    .venv/bin/python scripts/bench_engine.py --remeasure DIR [--backends engine]   # on what --keep kept
+    .venv/bin/python scripts/bench_engine.py --remeasure DIR [--backends engine] [--rounds 1]   # on what --keep kept
     .venv/bin/python scripts/bench_engine.py --sizes 2000 5000 --keep DIR    # grows DIR's kept bases on
 
 For each backend a fresh data directory and the real server (`python -m mcp_front` over stdio,
@@ -46,7 +46,7 @@ from scripts.bench_support import MODES, BenchClient, engine_processes, front, p
 from scripts.corpus import generated_documents  # noqa: E402
 
 BATCH = 100
-QUESTIONS = 5  # per mode at each size
+QUESTIONS = 5  # per mode at each size, asked --rounds times by --remeasure
 
 
 def _cpu_seconds(processes: list[psutil.Process]) -> float:
@@ -142,11 +142,11 @@ class Run:
         }
 
 
-async def query_p50(client: BenchClient) -> dict[str, float]:
+async def query_p50(client: BenchClient, rounds: int = 1) -> dict[str, float]:
     figures = {}
     for mode in MODES:
         samples = []
-        for number in range(QUESTIONS):
+        for number in [*range(QUESTIONS)] * rounds:
             sent = time.perf_counter()
             result = await client.call("lightrag_query", {"query": f"What does report {number * 7} say about the Nimbus Scheduler?", "mode": mode, "only_context": True})
             samples.append((time.perf_counter() - sent) * 1000)
@@ -244,7 +244,7 @@ async def grow(backend: str, sizes: list[int], root: Path, report: dict[str, Any
     print(orjson.dumps({"backend": backend, "start_up_at": sizes[-1], **report["start_up"][backend]}).decode(), flush=True)
 
 
-async def remeasure(backend: str, root: Path) -> None:
+async def remeasure(backend: str, root: Path, rounds: int) -> None:
     """--remeasure: the query p50 per mode and the whole-store calls, twice each, on a knowledge
     base an earlier `--keep` run grew (when the machine is quieter than it was during the run)."""
     run = Run(backend, root / backend)
@@ -253,7 +253,7 @@ async def remeasure(backend: str, root: Path) -> None:
         counts = await client.counts()
         for attempt in (1, 2):
             row = {"backend": backend, "documents": counts.get("processed", 0) - (attempt - 1), "attempt": attempt}
-            row.update(query_p50_ms=await query_p50(client), whole_store_ms=await whole_store_ms(client))
+            row.update(query_p50_ms=await query_p50(client, rounds), whole_store_ms=await whole_store_ms(client))
             row["rss_mb"] = {name: pss_mb(group) for name, group in run.processes(client).items()}
             row["load_avg"] = round(os.getloadavg()[0], 1)
             print(orjson.dumps(row).decode(), flush=True)
@@ -281,10 +281,11 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--keep", type=Path, help="build the knowledge bases in DIR/<backend> and keep them (for profiling)")
     parser.add_argument("--remeasure", type=Path, help="only time queries and whole-store calls on DIR/<backend>, kept by --keep")
+    parser.add_argument("--rounds", type=int, default=1, help="--remeasure asks each mode's questions this many times (a worker that keeps answering)")
     args = parser.parse_args()
     if args.remeasure is not None:
         for backend in args.backends:
-            anyio.run(remeasure, backend, args.remeasure)
+            anyio.run(remeasure, backend, args.remeasure, args.rounds)
         return 0
     sizes = sorted(args.sizes)
     report: dict[str, Any] = {"sizes": sizes, "rows": [], "start_up": {}, "cpus": psutil.cpu_count(), "note": "shared machine: wall-clock figures are noisy"}

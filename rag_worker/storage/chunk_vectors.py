@@ -29,8 +29,9 @@ status write a ranking may use one of its chunks' former vectors: the document i
 then, and its entities and texts are changing too.  Vectors read while the version changed
 (a ranking's check ran during the read) are not kept.
 
-At most `KEPT_VECTORS` are kept in a worker (48 MB); when more would not fit, all are dropped and
-kept again as questions need them.  Only where LightRAG's doc status is in the same database
+At most `KEPT_VECTORS` are kept in a worker (48 MB of vectors; at 5,000 documents the worker held
+about 70 MB more after 150 questions); when more would not fit, all are dropped and kept again as
+questions need them.  Only where LightRAG's doc status is in the same database
 (`PGDocStatusStorage`); otherwise the server computes every cosine.
 """
 

@@ -146,9 +146,10 @@ async def test_a_question_reads_the_engines_chunk_vectors_as_float32_arrays_equa
 
 
 async def test_a_questions_chunk_similarities_are_computed_by_the_engine_as_lightrag_computes_them(rag: Any) -> None:
-    """pgvector's cosine in the server (`vector_buffers._pg_similarities`, where LightRAG's doc
-    status is not in the database: no kept vectors) against LightRAG's own per-vector one: equal, a row still being indexed and an unknown id left out, a zero vector 0.0,
-    nothing for ids of which none is stored."""
+    """pgvector's cosine in the server (`chunk_vectors.similarities` where LightRAG's doc status
+    is not in the database: no kept vectors) against LightRAG's own per-vector one: equal, a row
+    still being indexed and an unknown id left out, a zero vector 0.0, nothing for ids of which
+    none is stored."""
     from lightrag.utils import cosine_similarity
 
     from rag_worker.storage.vector_flush import chunk_similarities
