@@ -6,7 +6,8 @@ their similarity to the question (`hot_paths.pick_in_one_pass`): at 5,000 docume
 candidates for the entities' ranking.  pgvector computes those cosines in the server in about
 13 ms a ranking, most of it finding the rows (half the chunk table's pages), and a question ranks
 twice: in a hybrid question that was 27 of the engine's 55 ms of CPU.  Kept here as unit vectors,
-the same ranking is one matrix product of the rows it needs, and the engine is not asked.
+the same ranking is one matrix product of the rows it needs, and the engine only answers a check
+that they are still the stored ones.
 
 **Reading a vector costs more than its cosine.**  Read into the worker, a vector costs about
 8 us (the server's and the client's); its cosine in the server about 2.  So a ranking's candidates
