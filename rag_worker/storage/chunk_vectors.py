@@ -199,7 +199,9 @@ def _keep(kept: _Kept, chunk_ids: list[str], doc_ids: list[str], vectors: np.nda
     kept.add([chunk_ids[k] for k in new], [doc_ids[k] for k in new], vectors[new])
 
 
-async def _fill(storage: Any, kept: _Kept, ids: list[str], generation: int) -> None:
+async def _fill(storage: Any, kept: _Kept, ids: list[str]) -> None:
+    # Read after the last check: kept unless another check runs during the read.
+    generation = kept.generation
     try:
         chunk_ids, doc_ids, vectors = await _read(storage, ids)
     except Exception as error:  # noqa: BLE001 - the next ranking asks the server again
@@ -209,10 +211,10 @@ async def _fill(storage: Any, kept: _Kept, ids: list[str], generation: int) -> N
         _keep(kept, chunk_ids, doc_ids, vectors)
 
 
-def _fill_later(storage: Any, kept: _Kept, ids: list[str], generation: int) -> None:
+def _fill_later(storage: Any, kept: _Kept, ids: list[str]) -> None:
     """Read and keep the vectors of `ids` in the background, unless a read is under way."""
     if kept.filling is None or kept.filling.done():
-        kept.filling = asyncio.get_running_loop().create_task(_fill(storage, kept, ids, generation))
+        kept.filling = asyncio.get_running_loop().create_task(_fill(storage, kept, ids))
 
 
 async def filled(storage: Any) -> None:
@@ -237,7 +239,6 @@ async def similarities(storage: Any, ids: list[str], question: np.ndarray) -> di
         return await _in_engine(storage, ids, question)
     kept = _kept_for(storage)
     await _check(storage, kept)
-    generation = kept.generation
     unit = _unit_rows(np.asarray(question, dtype=np.float32).reshape(1, -1))[0]
     # What is kept is ranked now, before any other await can change it.
     positions = np.array([kept.rows.get(chunk_id, -1) for chunk_id in ids], dtype=np.intp)
@@ -253,5 +254,5 @@ async def similarities(storage: Any, ids: list[str], question: np.ndarray) -> di
             kept.seen.clear()
         kept.seen.update(in_engine)
         if again:
-            _fill_later(storage, kept, again, generation)
+            _fill_later(storage, kept, again)
     return similarity
