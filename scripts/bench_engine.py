@@ -43,10 +43,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scripts.bench_support import MODES, BenchClient, engine_processes, front, pss_mb  # noqa: E402
-from scripts.corpus import generated_documents  # noqa: E402
+from scripts.corpus import generated_documents, generated_questions  # noqa: E402
 
 BATCH = 100
-QUESTIONS = 5  # per mode at each size, asked --rounds times by --remeasure
+QUESTIONS = 5  # per mode at each size (--remeasure: 5 × --rounds), never one asked twice
 
 
 def _cpu_seconds(processes: list[psutil.Process]) -> float:
@@ -142,13 +142,16 @@ class Run:
         }
 
 
-async def query_p50(client: BenchClient, rounds: int = 1) -> dict[str, float]:
+async def query_p50(client: BenchClient, rounds: int = 1, *, seed: int = 0) -> dict[str, float]:
+    """Each mode's p50 over QUESTIONS × rounds questions, no two alike (a question asked again
+    finds its keywords and vector remembered); `seed` picks the set (one per call on a server)."""
     figures = {}
+    asked = iter(generated_questions(len(MODES) * QUESTIONS * rounds, seed=seed))
     for mode in MODES:
         samples = []
-        for number in [*range(QUESTIONS)] * rounds:
+        for _ in range(QUESTIONS * rounds):
             sent = time.perf_counter()
-            result = await client.call("lightrag_query", {"query": f"What does report {number * 7} say about the Nimbus Scheduler?", "mode": mode, "only_context": True})
+            result = await client.call("lightrag_query", {"query": next(asked), "mode": mode, "only_context": True})
             samples.append((time.perf_counter() - sent) * 1000)
             assert not result.is_error, result.content
         figures[mode] = round(statistics.median(samples), 1)
@@ -232,7 +235,7 @@ async def grow(backend: str, sizes: list[int], root: Path, report: dict[str, Any
         for start in range(sent, max(sizes), BATCH):
             row = await run.batch(client, docs[start : start + BATCH], start)
             if row["documents"] in sizes:
-                row["query_p50_ms"] = await query_p50(client)
+                row["query_p50_ms"] = await query_p50(client, seed=sizes.index(row["documents"]))
                 row["whole_store_ms"] = await whole_store_ms(client)
             row["load_avg"] = round(os.getloadavg()[0], 1)
             report["rows"].append(row)
@@ -253,7 +256,7 @@ async def remeasure(backend: str, root: Path, rounds: int) -> None:
         counts = await client.counts()
         for attempt in (1, 2):
             row = {"backend": backend, "documents": counts.get("processed", 0) - (attempt - 1), "attempt": attempt}
-            row.update(query_p50_ms=await query_p50(client, rounds), whole_store_ms=await whole_store_ms(client))
+            row.update(query_p50_ms=await query_p50(client, rounds, seed=attempt), whole_store_ms=await whole_store_ms(client))
             row["rss_mb"] = {name: pss_mb(group) for name, group in run.processes(client).items()}
             row["load_avg"] = round(os.getloadavg()[0], 1)
             print(orjson.dumps(row).decode(), flush=True)
@@ -281,7 +284,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--keep", type=Path, help="build the knowledge bases in DIR/<backend> and keep them (for profiling)")
     parser.add_argument("--remeasure", type=Path, help="only time queries and whole-store calls on DIR/<backend>, kept by --keep")
-    parser.add_argument("--rounds", type=int, default=1, help="--remeasure asks each mode's questions this many times (a worker that keeps answering)")
+    parser.add_argument("--rounds", type=int, default=1, help="--remeasure asks 5 × this many questions per mode (a worker that keeps answering)")
     args = parser.parse_args()
     if args.remeasure is not None:
         for backend in args.backends:

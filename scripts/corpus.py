@@ -139,6 +139,18 @@ def generated_documents(count: int, *, seed: int = 7, fmt: str = "pdf") -> list[
     return docs
 
 
+def generated_questions(count: int, *, seed: int = 3) -> list[str]:
+    """`count` different questions a user of the generated reports could ask, each naming a person,
+    an organisation, a product and a city the reports name (most of them in thousands of reports at
+    5,000 documents: what a local question's relation ranking has to read)."""
+    rnd = random.Random(seed)
+    asked: dict[str, None] = {}
+    while len(asked) < count:
+        asked[f"What did {_person(rnd)} of {rnd.choice(_ORGS)} say about the {rnd.choice(_PRODUCTS)} "
+              f"in {rnd.choice(_CITIES)}?"] = None
+    return list(asked)
+
+
 @dataclass(frozen=True)
 class BenchDoc:
     """A generated PDF with one fact that only it contains."""

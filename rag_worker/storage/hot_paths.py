@@ -1,4 +1,4 @@
-"""Four of LightRAG 1.5.7's hot paths at thousands of documents, made cheaper with the same results.
+"""Six of LightRAG 1.5.7's hot paths at thousands of documents, made cheaper with the same results.
 
 **Merging an entity's chunk ids without a regular-expression split per id.**  LightRAG keeps every chunk id that names an entity or relation (`entity_chunks`,
 `relation_chunks`), and each merge of new extractions into one of them calls
@@ -43,6 +43,36 @@ similarities in one pass (`vector_flush.chunk_similarities`: a matrix product of
 the worker keeps or the files hold, or pgvector where they are stored), then ranks as LightRAG
 does: highest first, ties in candidate order, the same fall-backs (no candidates, a missing
 vector, an error).
+
+**Cutting a list to its token budget from the part that reaches it.**  A question's entities,
+relations and passages are cut to their token budgets (`truncate_list_by_token_size`: the first
+items whose rendering fits) by encoding the WHOLE rendered list and decoding every token's offset.
+A local question at 5,000 generated reports names entities with about 1,500 relations each: the
+list of their relations was tens of thousands of tokens for a budget of 8,000, and its encoding
+took 69 of the worker's 197 ms of CPU per question.  :func:`budget_on_prefix` renders items only
+until their text holds more tokens than the budget, then gives LightRAG's own function that prefix
+of the list.  The answer is the same: LightRAG keeps the items inside the offset of the budget's
+last token, and tiktoken's `cl100k_base` and `o200k_base` split a text into pieces that hold a
+blank only as their first or last characters, so a text and its prefix encode alike up to the
+prefix's last run of non-blank characters.  The prefix is taken only once it holds the budget's
+tokens beyond that run (`_settled_tokens`); other tokenizers, and lists that never get there, go
+to LightRAG's function whole.  (One difference: an item past the prefix holding a lone surrogate,
+which tiktoken would replace, sends LightRAG's function to its fall-back cut.  No store returns one:
+PostgreSQL refuses them and LightRAG's JSON writer removes them.)
+
+**Reading a local question's relations only as far as its budget can reach.**  LightRAG reads the
+properties of every relation of the entities a local, hybrid or mix question found, sorts them by
+the relation counts of their ends and then their weight, and keeps the first ones that fit the
+relation budget (`max_relation_tokens`, 8,000 tokens).  A rendered relation holds the words
+`entity`, `entity` and `description` and the digits `1` and `2`, pieces of their own for tiktoken
+(the encodings above; any other tokenizer: LightRAG's function),
+so it costs at least `RELATION_MIN_TOKENS` tokens and at most 1,601 relations can be kept; a
+relation past that place in this list is not kept either (hybrid's round-robin with the global
+relations takes this list's first K within the first K it keeps).  At 5,000 generated reports a
+question naming four common entities read the properties of 2,100-3,900 relations (twenty such
+questions).  :func:`relations_within_budget` ranks them
+by their ends' counts first, reads the properties only of those ranked at or above the 1,601st
+(ties included), and sorts them as LightRAG does: the same first relations in the same order.
 """
 
 from __future__ import annotations
@@ -61,10 +91,23 @@ REPLACED: dict[str, Callable[..., Any]] = {}
 
 MergeIds = Callable[[Iterable[str] | None, Iterable[str] | None], list[str]]
 Normalize = Callable[..., str]
+Truncate = Callable[[list[Any], Callable[[Any], str], str, int, Any], list[Any]]
 FixRecord = Callable[[str, str, str], str]
 
 #: What every repair pattern of `fix_tuple_delimiter_corruption` needs outside a sound delimiter.
 _DELIMITER_MARKS = frozenset("<|>")
+
+#: tiktoken encodings whose pieces hold a blank only as their first or last characters.
+_PREFIX_STABLE_ENCODINGS = frozenset({"cl100k_base", "o200k_base"})
+#: Characters Python calls blank that tiktoken's `\s` does not (Unicode's White_Space): taken as
+#: part of a run of non-blank characters, which only lengthens the part a prefix may encode apart.
+_NOT_REGEX_BLANK = frozenset("\x1c\x1d\x1e\x1f")
+#: Characters of rendered items first taken per token of the budget (English JSON: about 4 a
+#: token); doubled while the prefix holds too few tokens.
+_CHARS_PER_BUDGET_TOKEN = 6
+
+#: Fewest tokens of a relation in a question's relation list (`_apply_token_truncation`'s rendering).
+RELATION_MIN_TOKENS = 5
 
 #: Texts up to this long are names, types or keywords: their normalized form is kept.
 NAME_CHARS = 120
@@ -125,6 +168,93 @@ def normalize_names_once(original: Normalize) -> Normalize:
     return normalize_extracted_info
 
 
+def _settled_tokens(tokens: int, text: str) -> int:
+    """How many of `text`'s `tokens` any longer text beginning with `text` also begins with: all
+    but those of its last run of non-blank characters (trailing blanks included) and the character
+    before it, at most one token per byte."""
+    end = len(text)
+    while end and text[end - 1].isspace() and text[end - 1] not in _NOT_REGEX_BLANK:
+        end -= 1
+    while end and not (text[end - 1].isspace() and text[end - 1] not in _NOT_REGEX_BLANK):
+        end -= 1
+    return tokens - len(text[max(0, end - 1):].encode("utf-8"))
+
+
+def _tiktoken_pieces(tokenizer: Any) -> bool:
+    """Whether `tokenizer` is LightRAG's tiktoken one with an encoding of `_PREFIX_STABLE_ENCODINGS`."""
+    from lightrag.utils import TiktokenTokenizer
+
+    return type(tokenizer) is TiktokenTokenizer and getattr(tokenizer.tokenizer, "name", None) in _PREFIX_STABLE_ENCODINGS
+
+
+def budget_on_prefix(original: Truncate, chars_per_token: int = _CHARS_PER_BUDGET_TOKEN) -> Truncate:
+    """`original` (LightRAG's `truncate_list_by_token_size`) given only the items that reach the
+    budget, when the tokenizer's encoding allows it.  The prefix's tokens are first counted once it
+    holds `chars_per_token` characters per token of the budget (0: at every item)."""
+
+    def truncate_list_by_token_size(
+        list_data: list[Any], key: Callable[[Any], str], separator: str, max_token_size: int, tokenizer: Any
+    ) -> list[Any]:
+        if max_token_size <= 0 or not _tiktoken_pieces(tokenizer):
+            return original(list_data, key, separator, max_token_size, tokenizer)
+        rendered: list[str] = []
+        size, goal = 0, max_token_size * chars_per_token
+        for item in list_data[:-1]:  # a prefix is never the whole list
+            rendered.append(key(item))
+            size += len(rendered[-1]) + len(separator)
+            if size < goal:
+                continue
+            text = separator.join(rendered)
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: tiktoken's text would not be this one
+                break
+            if _settled_tokens(len(tokenizer.encode(text)), text) > max_token_size:
+                return original(list_data[: len(rendered)], key, separator, max_token_size, tokenizer)
+            goal *= 2
+        return original(list_data, key, separator, max_token_size, tokenizer)
+
+    return truncate_list_by_token_size
+
+
+FindRelations = Callable[[list[dict[str, Any]], Any, Any], Awaitable[list[dict[str, Any]]]]
+
+
+def relations_within_budget(original: FindRelations) -> FindRelations:
+    """`original` (LightRAG's `_find_most_related_edges_from_entities`), the properties read only
+    for the relations that can be kept."""
+
+    async def _find_most_related_edges_from_entities(
+        node_datas: list[dict[str, Any]], query_param: Any, knowledge_graph_inst: Any
+    ) -> list[dict[str, Any]]:
+        budget = getattr(query_param, "max_relation_tokens", None)
+        config = getattr(knowledge_graph_inst, "global_config", None) or {}
+        if type(budget) is not int or budget <= 0 or not _tiktoken_pieces(config.get("tokenizer")):
+            return await original(node_datas, query_param, knowledge_graph_inst)  # (no tokenizer: nothing cut)
+        reach = budget // RELATION_MIN_TOKENS + 1
+        names = [node["entity_name"] for node in node_datas]
+        edges_of = await knowledge_graph_inst.get_nodes_edges_batch(names)
+        pairs = list(dict.fromkeys(tuple(sorted(edge)) for name in names for edge in edges_of.get(name, [])))
+        if len(pairs) <= reach:
+            return await original(node_datas, query_param, knowledge_graph_inst)
+        ranks = await knowledge_graph_inst.edge_degrees_batch(pairs)
+        floor = sorted((ranks.get(pair, 0) for pair in pairs), reverse=True)[reach - 1]
+        kept = [pair for pair in pairs if ranks.get(pair, 0) >= floor]
+        properties = await knowledge_graph_inst.get_edges_batch([{"src": src, "tgt": tgt} for src, tgt in kept])
+        if any(properties.get(pair) is None for pair in kept):  # a relation gone meanwhile: LightRAG's way
+            return await original(node_datas, query_param, knowledge_graph_inst)
+        relations = []
+        for pair in kept:
+            found = properties[pair]
+            if "weight" not in found:
+                log.warning("Edge %s missing 'weight' attribute, using default value 1.0", pair)
+                found["weight"] = 1.0
+            relations.append({"src_tgt": pair, "rank": ranks.get(pair, 0), **found})
+        return sorted(relations, key=lambda relation: (relation["rank"], relation["weight"]), reverse=True)
+
+    return _find_most_related_edges_from_entities
+
+
 async def pick_in_one_pass(
     query: str,
     text_chunks_storage: Any,
@@ -160,8 +290,8 @@ async def pick_in_one_pass(
 
 
 def use_cheaper_hot_paths() -> None:
-    """Give LightRAG the fast merge, the kept names, the sound records kept and the one-pass chunk
-    ranking (idempotent)."""
+    """Give LightRAG the fast merge, the kept names, the sound records kept, the budget cut on a
+    prefix, the relations read within the budget and the one-pass chunk ranking (idempotent)."""
     import lightrag.operate
     import lightrag.utils
     from lightrag.constants import GRAPH_FIELD_SEP
@@ -177,6 +307,13 @@ def use_cheaper_hot_paths() -> None:
     kept_sound = sound_records_kept(lightrag.utils.fix_tuple_delimiter_corruption)
     lightrag.utils.fix_tuple_delimiter_corruption = kept_sound
     lightrag.operate.fix_tuple_delimiter_corruption = kept_sound  # imported by name there
+    REPLACED["truncate_list_by_token_size"] = lightrag.utils.truncate_list_by_token_size
+    # `atruncate_list_by_token_size` and LightRAG's other callers find it in lightrag.utils at each call.
+    lightrag.utils.truncate_list_by_token_size = budget_on_prefix(lightrag.utils.truncate_list_by_token_size)
+    REPLACED["_find_most_related_edges_from_entities"] = lightrag.operate._find_most_related_edges_from_entities
+    # `_get_node_data` finds it in lightrag.operate at each call.
+    lightrag.operate._find_most_related_edges_from_entities = relations_within_budget(
+        lightrag.operate._find_most_related_edges_from_entities)
     REPLACED["pick_by_vector_similarity"] = lightrag.utils.pick_by_vector_similarity
     lightrag.utils.pick_by_vector_similarity = pick_in_one_pass
     lightrag.operate.pick_by_vector_similarity = pick_in_one_pass  # imported by name there

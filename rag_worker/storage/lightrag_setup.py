@@ -21,6 +21,7 @@ from rag_worker.storage.exact_match import add_named_chunks, exact_term_rerank
 from rag_worker.storage.hot_paths import use_cheaper_hot_paths
 from rag_worker.storage.hybrid import attach_lexical_index
 from rag_worker.storage.nano_lookup import index_row_lookups
+from rag_worker.storage.node_degrees import keep_node_degrees
 from rag_worker.storage.pg_client import repair_reconnect, uses_postgres_client
 from rag_worker.storage.relation_keywords import bound_derived_keywords, keep_relation_keywords_bounded
 from rag_worker.storage.vector_flush import embed_outside_locks
@@ -149,6 +150,7 @@ async def new_lightrag(
     )
     await rag.initialize_storages()
     await keep_chunk_lists_in_rows(rag, read_only=read_only)  # an entity's chunk ids appended to, not rewritten
+    await keep_node_degrees(rag, read_only=read_only)  # relation counts kept by triggers, not counted per question
     embed_outside_locks(rag)  # a question must not wait for indexing's embeddings (vector_flush)
     add_named_chunks(rag)  # the passages of the entities a question names verbatim (exact_match)
     # A full-text index beside the vectors, fused with every vector search (hybrid).

@@ -1,12 +1,16 @@
 """LightRAG's hot paths made cheaper (`rag_worker.storage.hot_paths`): the fast merge of chunk
 ids gives the same list as LightRAG's own `merge_source_ids` for every input, plain ids or not;
 the delimiter check returns what LightRAG's `fix_tuple_delimiter_corruption` returns for any
-record; the one-pass chunk ranking picks what LightRAG's own `pick_by_vector_similarity` picks."""
+record; the one-pass chunk ranking picks what LightRAG's own `pick_by_vector_similarity` picks;
+the budget cut on a prefix keeps what LightRAG's `truncate_list_by_token_size` keeps; the relations
+read within the budget are LightRAG's first relations, so the same ones are kept."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +21,15 @@ import_lightrag()  # installs the fast merge (idempotent), as the worker does at
 from lightrag import operate, utils  # noqa: E402
 from lightrag.constants import GRAPH_FIELD_SEP  # noqa: E402
 
-from rag_worker.storage.hot_paths import REPLACED, fast_merge, pick_in_one_pass  # noqa: E402
+from rag_worker.embedded.offline_tokenizer import make_offline_tokenizer  # noqa: E402
+from rag_worker.storage.hot_paths import (  # noqa: E402
+    RELATION_MIN_TOKENS,
+    REPLACED,
+    budget_on_prefix,
+    fast_merge,
+    pick_in_one_pass,
+    relations_within_budget,
+)
 
 ORIGINAL = utils.split_string_by_multi_markers  # untouched: the reference splits with it
 
@@ -157,3 +169,164 @@ def test_the_delimiter_check_returns_lightrags_record_for_any_record(record: str
 def test_lightrags_extraction_uses_the_delimiter_check() -> None:
     assert operate.fix_tuple_delimiter_corruption is utils.fix_tuple_delimiter_corruption
     assert operate.fix_tuple_delimiter_corruption.__module__ == fast_merge.__module__
+
+
+TOKENIZERS = {model: make_offline_tokenizer(model) for model in ("gpt-4o-mini", "gpt-4")}  # o200k, cl100k
+TEXT_PARTS = st.sampled_from([
+    "Acme", "berlin", "IT'S", "'ll", " ", "  ", "\t", "\n", "\r\n", "\x1c", "\x85", "\u3000", "\xa0", "\u200b",
+    "中文字符", "。", "...", "!!!", "?!", "123456", "٣٤", "é", "e\u0301", "🙂", "👍🏽", "<|endoftext|>", "/", "\\",
+    '"', "{", "}", "—", "ß", "Ǆ",
+])
+ITEMS = st.lists(st.lists(TEXT_PARTS, max_size=12).map("".join), max_size=40)
+KEYS = {"text": str, "json": lambda text: json.dumps({"description": text}, ensure_ascii=False)}
+
+
+@settings(max_examples=1500, deadline=None)
+@given(ITEMS, st.sampled_from(sorted(KEYS)), st.sampled_from(["\n", "", " ", "\n\n", "/", "\r\n", "},"]),
+       st.integers(min_value=-1, max_value=40), st.sampled_from(sorted(TOKENIZERS)))
+@example(["word " * 30 + "tail"] * 10, "text", "\n", 12, "gpt-4o-mini")  # the prefix ends in a long word run
+@example(["中文字符" * 40] * 8, "json", "\n", 20, "gpt-4o-mini")  # no blank at all: the prefix is the whole list
+@example(["a   "] * 200, "text", "", 7, "gpt-4")  # blanks at the prefix's end
+@example(["a"] * 300, "text", "", 3, "gpt-4o-mini")  # one piece across items: its tokens shift with the next item
+def test_the_budget_cut_on_a_prefix_keeps_what_lightrag_keeps(
+    texts: list[str], key: str, separator: str, budget: int, model: str
+) -> None:
+    """Any items (blanks of every kind, CJK with no blank, emoji, special-token text, punctuation
+    runs), any separator, budget and encoding: the same items kept."""
+    arguments = (texts, KEYS[key], separator, budget, TOKENIZERS[model])
+    theirs = REPLACED["truncate_list_by_token_size"](*arguments)
+    assert utils.truncate_list_by_token_size(*arguments) == theirs
+    # the shortest prefix allowed (its tokens counted at every item): where a wrong margin shows
+    assert budget_on_prefix(REPLACED["truncate_list_by_token_size"], chars_per_token=0)(*arguments) == theirs
+
+
+def test_the_budget_cut_encodes_only_the_prefix_that_reaches_the_budget() -> None:
+    """A question's relations at 5,000 documents: thousands of items for a budget of 8,000
+    tokens.  LightRAG's function is given the first few hundred, and keeps what it keeps from all."""
+    relations = [{"entity1": f"Acme Corporation {n}", "entity2": f"Berlin {n}", "description": f"Acme Corporation opened office {n} in Berlin to support its teams."} for n in range(6000)]
+    seen: list[int] = []
+
+    def original(items: list[Any], *rest: Any) -> list[Any]:
+        seen.append(len(items))
+        return list(REPLACED["truncate_list_by_token_size"](items, *rest))
+
+    cut = budget_on_prefix(original)
+    render = lambda item: json.dumps(item, ensure_ascii=False)  # noqa: E731 (LightRAG's key)
+    kept = cut(relations, render, "\n", 8000, TOKENIZERS["gpt-4o-mini"])
+    assert kept == REPLACED["truncate_list_by_token_size"](relations, render, "\n", 8000, TOKENIZERS["gpt-4o-mini"])
+    assert 200 < len(kept) < seen[0] < 1000
+
+
+@pytest.mark.parametrize("case", ["short list", "other tokenizer", "no budget"])
+def test_lists_that_do_not_reach_the_budget_and_other_tokenizers_go_to_lightrag_whole(case: str) -> None:
+    seen: list[int] = []
+
+    def original(items: list[Any], *rest: Any) -> list[Any]:
+        seen.append(len(items))
+        return items[:1]
+
+    class Whitespace:  # a tokenizer LightRAG could be given: one token a word
+        def encode(self, text: str) -> list[int]:
+            return [0] * len(text.split())
+
+    items = ["alpha beta"] * (10 if case == "short list" else 5000)
+    tokenizer = Whitespace() if case == "other tokenizer" else TOKENIZERS["gpt-4o-mini"]
+    budget_on_prefix(original)(items, str, "\n", 0 if case == "no budget" else 100, tokenizer)
+    assert seen == [len(items)]
+
+
+def test_lightrags_question_path_uses_the_budget_cut() -> None:
+    assert utils.truncate_list_by_token_size.__module__ == fast_merge.__module__
+    assert operate.atruncate_list_by_token_size is utils.atruncate_list_by_token_size  # finds it in utils at each call
+
+
+class Graph:
+    """A graph storage as LightRAG's local relations read it: each entity's relations, their ends'
+    counts and their properties (many equal counts and weights: ties)."""
+
+    def __init__(self, edges: dict[tuple[str, str], float], tokenizer: Any) -> None:
+        self.edges = edges
+        self.global_config = {"tokenizer": tokenizer}
+        self.properties_read = 0
+
+    async def get_nodes_edges_batch(self, names: list[str]) -> dict[str, list[tuple[str, str]]]:
+        return {name: [(name, t if s == name else s) for s, t in self.edges if name in (s, t)] for name in names}
+
+    async def edge_degrees_batch(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        def degree(name: str) -> int:
+            return sum((s == name) + (t == name) for s, t in self.edges)
+
+        return {(s, t): degree(s) + degree(t) for s, t in pairs}
+
+    async def get_edges_batch(self, pairs: list[dict[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+        self.properties_read += len(pairs)
+        found = {}
+        for pair in pairs:
+            key = (pair["src"], pair["tgt"])
+            if key in self.edges:
+                found[key] = {"weight": self.edges[key], "description": "" if len(key[0]) % 2 else f"{key[0]} {key[1]}"}
+        return found
+
+
+def rendered(relation: dict[str, Any]) -> str:
+    """A relation as `_apply_token_truncation` renders it to count its tokens."""
+    entity1, entity2 = relation["src_tgt"]
+    return json.dumps({"entity1": entity1, "entity2": entity2, "description": relation.get("description", "UNKNOWN")},
+                      ensure_ascii=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(min_value=8, max_value=60), st.integers(min_value=20, max_value=700), st.integers(min_value=0, max_value=10**6),
+       st.integers(min_value=1, max_value=6))
+def test_relations_read_within_the_budget_are_lightrags_first_and_keep_the_same(
+    names: int, edges: int, seed: int, found: int
+) -> None:
+    """Random graphs with many ties in counts and weights, budgets from a few relations to more
+    than there are: LightRAG's first relations in LightRAG's order, as many as the budget can keep,
+    and the same relations kept from them."""
+    import random
+
+    import anyio
+
+    rnd = random.Random(seed)
+    entities = [f"E{n}" if n % 3 else f"名{n}" for n in range(names)]
+    graph = Graph({tuple(sorted((rnd.choice(entities), rnd.choice(entities)))): rnd.choice([1.0, 1.0, 2.0, 0.5])
+                   for _ in range(edges)}, TOKENIZERS["gpt-4o-mini"])
+    nodes = [{"entity_name": name} for name in rnd.sample(entities, found)]
+    budget = rnd.choice([5, 20, 60, 200, 1000])
+    param = type("QueryParam", (), {"max_relation_tokens": budget})()
+    theirs = anyio.run(REPLACED["_find_most_related_edges_from_entities"], nodes, param, graph)
+    graph.properties_read = 0
+    ours = anyio.run(relations_within_budget(REPLACED["_find_most_related_edges_from_entities"]), nodes, param, graph)
+    reach = budget // RELATION_MIN_TOKENS + 1
+    assert ours[:reach] == theirs[:reach] and len(ours) >= min(reach, len(theirs))
+    assert graph.properties_read <= max(len(theirs), reach) * 2
+    cut = REPLACED["truncate_list_by_token_size"]
+    assert cut(ours, rendered, "\n", budget, TOKENIZERS["gpt-4o-mini"]) == cut(theirs, rendered, "\n", budget, TOKENIZERS["gpt-4o-mini"])
+
+
+@given(st.text(max_size=12), st.text(max_size=12), st.text(max_size=20))
+def test_a_rendered_relation_takes_at_least_the_fewest_tokens(entity1: str, entity2: str, description: str) -> None:
+    """The bound the relations read rely on, for any names and description, alone and joined."""
+    relation = {"src_tgt": (entity1, entity2), "description": description}
+    for tokenizer in TOKENIZERS.values():
+        assert len(tokenizer.encode(rendered(relation))) >= RELATION_MIN_TOKENS
+        assert len(tokenizer.encode("\n".join([rendered(relation)] * 3))) >= 3 * RELATION_MIN_TOKENS
+
+
+def test_relations_are_read_whole_for_a_tokenizer_the_bound_was_not_shown_for() -> None:
+    import anyio
+
+    class Whole:  # one token for any text: a relation could take fewer than RELATION_MIN_TOKENS
+        def encode(self, text: str) -> list[int]:
+            return [0]
+
+    edges = {("A", f"B{n}"): 1.0 for n in range(50)}
+    graph = Graph(edges, Whole())
+    param = type("QueryParam", (), {"max_relation_tokens": 5})()
+    found = anyio.run(relations_within_budget(REPLACED["_find_most_related_edges_from_entities"]), [{"entity_name": "A"}], param, graph)
+    assert len(found) == 50 and graph.properties_read == 50  # LightRAG's function: every relation
+
+
+def test_lightrags_local_questions_read_relations_within_the_budget() -> None:
+    assert operate._find_most_related_edges_from_entities.__module__ == fast_merge.__module__
