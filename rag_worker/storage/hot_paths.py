@@ -235,11 +235,11 @@ def relations_within_budget(original: FindRelations) -> FindRelations:
         names = [node["entity_name"] for node in node_datas]
         edges_of = await knowledge_graph_inst.get_nodes_edges_batch(names)
         pairs = list(dict.fromkeys(tuple(sorted(edge)) for name in names for edge in edges_of.get(name, [])))
-        if len(pairs) <= reach:
-            return await original(node_datas, query_param, knowledge_graph_inst)
         ranks = await knowledge_graph_inst.edge_degrees_batch(pairs)
-        floor = sorted((ranks.get(pair, 0) for pair in pairs), reverse=True)[reach - 1]
-        kept = [pair for pair in pairs if ranks.get(pair, 0) >= floor]
+        kept = pairs  # fewer than the budget can keep: all of them, as LightRAG reads them
+        if len(pairs) > reach:
+            floor = sorted((ranks.get(pair, 0) for pair in pairs), reverse=True)[reach - 1]
+            kept = [pair for pair in pairs if ranks.get(pair, 0) >= floor]
         properties = await knowledge_graph_inst.get_edges_batch([{"src": src, "tgt": tgt} for src, tgt in kept])
         if any(properties.get(pair) is None for pair in kept):  # a relation gone meanwhile: LightRAG's way
             return await original(node_datas, query_param, knowledge_graph_inst)

@@ -17,8 +17,8 @@ so a question reads the counts of the relations it sees.  A self-relation counts
 LightRAG's count.  The triggers and the first counts (of every knowledge base in the database)
 are made in one transaction that holds writes to the relations table off meanwhile (the whole
 opening took 0.39–0.46 s with it at 122,000 relations), the first time a writer opens a knowledge
-base there; until then, and
-wherever they cannot be made (a server whose tables belong to another role), LightRAG counts.
+base there; until then, and wherever they cannot be made (a server whose tables belong to another
+role), LightRAG counts.
 """
 
 from __future__ import annotations

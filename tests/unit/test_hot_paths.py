@@ -248,8 +248,10 @@ class Graph:
         self.edges = edges
         self.global_config = {"tokenizer": tokenizer}
         self.properties_read = 0
+        self.lists_read = 0
 
     async def get_nodes_edges_batch(self, names: list[str]) -> dict[str, list[tuple[str, str]]]:
+        self.lists_read += 1
         return {name: [(name, t if s == name else s) for s, t in self.edges if name in (s, t)] for name in names}
 
     async def edge_degrees_batch(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
@@ -296,11 +298,12 @@ def test_relations_read_within_the_budget_are_lightrags_first_and_keep_the_same(
     budget = rnd.choice([5, 20, 60, 200, 1000])
     param = type("QueryParam", (), {"max_relation_tokens": budget})()
     theirs = anyio.run(REPLACED["_find_most_related_edges_from_entities"], nodes, param, graph)
-    graph.properties_read = 0
+    graph.properties_read = graph.lists_read = 0
     ours = anyio.run(relations_within_budget(REPLACED["_find_most_related_edges_from_entities"]), nodes, param, graph)
     reach = budget // RELATION_MIN_TOKENS + 1
     assert ours[:reach] == theirs[:reach] and len(ours) >= min(reach, len(theirs))
     assert graph.properties_read <= max(len(theirs), reach) * 2
+    assert graph.lists_read == 1  # the entities' relations read once, whatever their number
     cut = REPLACED["truncate_list_by_token_size"]
     assert cut(ours, rendered, "\n", budget, TOKENIZERS["gpt-4o-mini"]) == cut(theirs, rendered, "\n", budget, TOKENIZERS["gpt-4o-mini"])
 
