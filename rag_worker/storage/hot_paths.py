@@ -63,21 +63,27 @@ PostgreSQL refuses them and LightRAG's JSON writer removes them.)
 **Reading a local question's relations only as far as its budget can reach.**  LightRAG reads the
 properties of every relation of the entities a local, hybrid or mix question found, sorts them by
 the relation counts of their ends and then their weight, and keeps the first ones that fit the
-relation budget (`max_relation_tokens`, 8,000 tokens).  A rendered relation holds the words
-`entity`, `entity` and `description` and the digits `1` and `2`, pieces of their own for tiktoken
-(the encodings above; any other tokenizer: LightRAG's function),
-so it costs at least `RELATION_MIN_TOKENS` tokens and at most 1,601 relations can be kept; a
-relation past that place in this list is not kept either (hybrid's round-robin with the global
-relations takes this list's first K within the first K it keeps).  At 5,000 generated reports a
-question naming four common entities read the properties of 2,100-3,900 relations (twenty such
-questions).  :func:`relations_within_budget` ranks them
-by their ends' counts first, reads the properties only of those ranked at or above the 1,601st
-(ties included), and sorts them as LightRAG does: the same first relations in the same order.
+relation budget (`max_relation_tokens`, 8,000 tokens).  At 5,000 generated reports a question
+naming four common entities read the properties of 2,100-3,900 relations (twenty such questions).
+:func:`relations_within_budget` ranks them by their ends' counts first, reads the properties of
+the best ranked (whole ranks at a time: a rank's relations are ordered by their weights), sorts
+them as LightRAG does, and stops reading once the relations it holds take more tokens than the
+budget: no relation after them can be kept, so the first relations, in the same order, are all
+that is needed.  The tokens a relation takes (:func:`relation_tokens`) are counted on its line
+as `_apply_token_truncation` renders it: a line opens with `{"` after a line break, so it begins a
+piece of its own for tiktoken (the encodings above; any other tokenizer: LightRAG's function), and
+its tokens up to its last run of non-blank characters are the same whatever follows
+(`_settled_tokens`), and never fewer than `RELATION_MIN_TOKENS` (the words `entity`, `entity` and
+`description` and the digits `1` and `2`, pieces of their own).  Hybrid's round-robin with the
+global relations keeps this list's first K, or the same relations with their ends the other way
+round (the same tokens), among the first relations it keeps, so a relation after those that fill
+the budget is not kept there either.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -108,6 +114,8 @@ _CHARS_PER_BUDGET_TOKEN = 6
 
 #: Fewest tokens of a relation in a question's relation list (`_apply_token_truncation`'s rendering).
 RELATION_MIN_TOKENS = 5
+#: Relations whose properties a local question reads first (whole ranks); twice as many at each further read.
+RELATIONS_FIRST_READ = 64
 
 #: Texts up to this long are names, types or keywords: their normalized form is kept.
 NAME_CHARS = 120
@@ -220,37 +228,64 @@ def budget_on_prefix(original: Truncate, chars_per_token: int = _CHARS_PER_BUDGE
 FindRelations = Callable[[list[dict[str, Any]], Any, Any], Awaitable[list[dict[str, Any]]]]
 
 
+def relation_tokens(tokenizer: Any, relation: dict[str, Any]) -> int:
+    """Fewest tokens `relation` adds to any relation list holding it, rendered as
+    `_apply_token_truncation` renders it: its line's tokens that any text going on after it keeps
+    (`_settled_tokens`), and at least `RELATION_MIN_TOKENS`.  A line begins a piece of its own (it
+    opens with `{"`, after a line break), so what comes before it changes none of its tokens."""
+    entity1, entity2 = relation["src_tgt"]
+    line = json.dumps({"entity1": entity1, "entity2": entity2, "description": relation.get("description", "UNKNOWN")},
+                      ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: tiktoken's text would not be this one
+        return RELATION_MIN_TOKENS
+    return max(RELATION_MIN_TOKENS, _settled_tokens(len(tokenizer.encode(line)), line))
+
+
 def relations_within_budget(original: FindRelations) -> FindRelations:
     """`original` (LightRAG's `_find_most_related_edges_from_entities`), the properties read only
-    for the relations that can be kept."""
+    for the relations that can be kept: best ranked first, whole ranks at a time, until the
+    relations read hold more tokens than the budget."""
 
     async def _find_most_related_edges_from_entities(
         node_datas: list[dict[str, Any]], query_param: Any, knowledge_graph_inst: Any
     ) -> list[dict[str, Any]]:
         budget = getattr(query_param, "max_relation_tokens", None)
         config = getattr(knowledge_graph_inst, "global_config", None) or {}
-        if type(budget) is not int or budget <= 0 or not _tiktoken_pieces(config.get("tokenizer")):
+        tokenizer = config.get("tokenizer")
+        if type(budget) is not int or budget <= 0 or not _tiktoken_pieces(tokenizer):
             return await original(node_datas, query_param, knowledge_graph_inst)  # (no tokenizer: nothing cut)
-        reach = budget // RELATION_MIN_TOKENS + 1
         names = [node["entity_name"] for node in node_datas]
         edges_of = await knowledge_graph_inst.get_nodes_edges_batch(names)
         pairs = list(dict.fromkeys(tuple(sorted(edge)) for name in names for edge in edges_of.get(name, [])))
         ranks = await knowledge_graph_inst.edge_degrees_batch(pairs)
-        kept = pairs  # fewer than the budget can keep: all of them, as LightRAG reads them
-        if len(pairs) > reach:
-            floor = sorted((ranks.get(pair, 0) for pair in pairs), reverse=True)[reach - 1]
-            kept = [pair for pair in pairs if ranks.get(pair, 0) >= floor]
-        properties = await knowledge_graph_inst.get_edges_batch([{"src": src, "tgt": tgt} for src, tgt in kept])
-        if any(properties.get(pair) is None for pair in kept):  # a relation gone meanwhile: LightRAG's way
-            return await original(node_datas, query_param, knowledge_graph_inst)
-        relations = []
-        for pair in kept:
-            found = properties[pair]
-            if "weight" not in found:
-                log.warning("Edge %s missing 'weight' attribute, using default value 1.0", pair)
-                found["weight"] = 1.0
-            relations.append({"src_tgt": pair, "rank": ranks.get(pair, 0), **found})
-        return sorted(relations, key=lambda relation: (relation["rank"], relation["weight"]), reverse=True)
+        by_rank = sorted(pairs, key=lambda pair: ranks.get(pair, 0), reverse=True)  # a rank's pairs in list order
+        relations: list[dict[str, Any]] = []
+        tokens, start, step = 0, 0, RELATIONS_FIRST_READ
+        while start < len(by_rank):
+            end = min(start + step, len(by_rank))
+            while end < len(by_rank) and ranks.get(by_rank[end], 0) == ranks.get(by_rank[end - 1], 0):
+                end += 1  # a rank whole: its relations are ordered by their weights
+            ranked = by_rank[start:end]
+            properties = await knowledge_graph_inst.get_edges_batch([{"src": src, "tgt": tgt} for src, tgt in ranked])
+            if any(properties.get(pair) is None for pair in ranked):  # a relation gone meanwhile: LightRAG's way
+                return await original(node_datas, query_param, knowledge_graph_inst)
+            read = []
+            for pair in ranked:
+                found = properties[pair]
+                if "weight" not in found:
+                    log.warning("Edge %s missing 'weight' attribute, using default value 1.0", pair)
+                    found["weight"] = 1.0
+                read.append({"src_tgt": pair, "rank": ranks.get(pair, 0), **found})
+            read.sort(key=lambda relation: (relation["rank"], relation["weight"]), reverse=True)
+            for relation in read:
+                relations.append(relation)
+                tokens += relation_tokens(tokenizer, relation)
+                if tokens > budget:
+                    return relations
+            start, step = end, step * 2
+        return relations
 
     return _find_most_related_edges_from_entities
 
