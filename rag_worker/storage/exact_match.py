@@ -115,8 +115,9 @@ def add_named_chunks(rag: Any) -> None:
 async def _named_rows(rag: Any, query: str, query_embedding: Any, seen: set[str]) -> list[dict[str, Any]]:
     """Vector-search rows for the passages of the query's specific names (not in `seen`)."""
     ids: list[str] = []
-    for name in query_names(query):
-        row = await rag.entity_chunks.get_by_id(name)
+    names = query_names(query)
+    rows = await rag.entity_chunks.get_by_ids(list(names)) if names else []  # one read: one trip to a server
+    for row in rows:
         chunk_ids = [str(c) for c in (row or {}).get("chunk_ids") or []]
         if 0 < max(len(chunk_ids), int((row or {}).get("count") or 0)) <= MAX_NAMED_CHUNKS:
             ids += [c for c in chunk_ids if c not in seen and c not in ids]

@@ -67,12 +67,12 @@ class FakeStore:
     rows: dict[str, Any] = field(default_factory=dict)
     fail: bool = False
 
-    async def get_by_id(self, key: str) -> Any:
-        if self.fail:
-            raise OSError("storage down")
-        return self.rows.get(key)
+    reads: int = 0
 
     async def get_by_ids(self, keys: list[str]) -> list[Any]:
+        self.reads += 1
+        if self.fail:
+            raise OSError("storage down")
         return [self.rows.get(k) for k in keys]
 
 
@@ -109,6 +109,14 @@ async def test_vector_search_leads_with_the_passages_of_a_named_entity() -> None
     rows = await rag.chunks_vdb.query(QUESTION, top_k=3, query_embedding=np.array([0.6, 0.8]))
     assert [r["id"] for r in rows] == ["fact", "c1", "c2"]  # still top_k rows
     assert rows[0]["file_path"] == "r.pdf" and rows[0]["distance"] == pytest.approx(0.6)
+
+
+async def test_the_passages_of_every_named_entity_are_looked_up_in_one_read() -> None:
+    rag = fake_rag({"HERON-1000": {"chunk_ids": ["fact"], "count": 1}, "Bob Marsh": {"chunk_ids": ["bob"], "count": 1}})
+    rag.text_chunks.rows["bob"] = {"content": "Bob Marsh signed the report.", "full_doc_id": "doc-2"}
+    add_named_chunks(rag)
+    rows = await rag.chunks_vdb.query("Did Bob Marsh build the HERON-1000 prototype?", top_k=4)
+    assert [r["id"] for r in rows] == ["bob", "fact", "c1", "c2"] and rag.entity_chunks.reads == 1
 
 
 async def test_a_common_name_pulls_no_passages_in() -> None:
