@@ -69,7 +69,9 @@ naming four common entities read the properties of 2,100-3,900 relations (twenty
 the best ranked (whole ranks at a time: a rank's relations are ordered by their weights), sorts
 them as LightRAG does, and stops reading once the relations it holds take more tokens than the
 budget: no relation after them can be kept, so the first relations, in the same order, are all
-that is needed.  The tokens a relation takes (:func:`relation_tokens`) are counted on its line
+that is needed.  A question whose relations one read holds (`RELATIONS_FIRST_READ`: most questions
+at 100 documents) reads them as LightRAG does, beside their ends' counts, and counts no tokens.
+The tokens a relation takes (:func:`relation_tokens`) are counted on its line
 as `_apply_token_truncation` renders it: a line opens with `{"` after a line break, so it begins a
 piece of its own for tiktoken (the encodings above; any other tokenizer: LightRAG's function), and
 its tokens up to its last run of non-blank characters are the same whatever follows
@@ -82,6 +84,7 @@ the budget is not kept there either.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -115,7 +118,8 @@ _CHARS_PER_BUDGET_TOKEN = 6
 #: Fewest tokens of a relation in a question's relation list (`_apply_token_truncation`'s rendering).
 RELATION_MIN_TOKENS = 5
 #: Relations whose properties a local question reads first (whole ranks); twice as many at each further read.
-RELATIONS_FIRST_READ = 64
+#: A question with no more relations reads them all at once, as LightRAG does.
+RELATIONS_FIRST_READ = 256
 
 #: Texts up to this long are names, types or keywords: their normalized form is kept.
 NAME_CHARS = 120
@@ -243,10 +247,27 @@ def relation_tokens(tokenizer: Any, relation: dict[str, Any]) -> int:
     return max(RELATION_MIN_TOKENS, _settled_tokens(len(tokenizer.encode(line)), line))
 
 
-def relations_within_budget(original: FindRelations) -> FindRelations:
+def _ranked(pairs: list[tuple[str, str]], properties: dict[tuple[str, str], dict[str, Any]],
+            ranks: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
+    """The relations `pairs` found in `properties`, as LightRAG lists them (their properties,
+    `src_tgt` and `rank`): best ranked first, then heaviest."""
+    relations = []
+    for pair in pairs:
+        found = properties.get(pair)
+        if found is None:
+            continue
+        if "weight" not in found:
+            log.warning("Edge %s missing 'weight' attribute, using default value 1.0", pair)
+            found["weight"] = 1.0
+        relations.append({"src_tgt": pair, "rank": ranks.get(pair, 0), **found})
+    return sorted(relations, key=lambda relation: (relation["rank"], relation["weight"]), reverse=True)
+
+
+def relations_within_budget(original: FindRelations, first_read: int = RELATIONS_FIRST_READ) -> FindRelations:
     """`original` (LightRAG's `_find_most_related_edges_from_entities`), the properties read only
-    for the relations that can be kept: best ranked first, whole ranks at a time, until the
-    relations read hold more tokens than the budget."""
+    for the relations that can be kept: best ranked first, whole ranks at a time (`first_read`,
+    then twice as many at each read), until the relations read hold more tokens than the budget.
+    Relations one read holds are read as LightRAG reads them, with their ranks, and not counted."""
 
     async def _find_most_related_edges_from_entities(
         node_datas: list[dict[str, Any]], query_param: Any, knowledge_graph_inst: Any
@@ -259,27 +280,25 @@ def relations_within_budget(original: FindRelations) -> FindRelations:
         names = [node["entity_name"] for node in node_datas]
         edges_of = await knowledge_graph_inst.get_nodes_edges_batch(names)
         pairs = list(dict.fromkeys(tuple(sorted(edge)) for name in names for edge in edges_of.get(name, [])))
+
+        def properties(ranked: list[tuple[str, str]]) -> Any:  # the relations' properties, awaited
+            return knowledge_graph_inst.get_edges_batch([{"src": src, "tgt": tgt} for src, tgt in ranked])
+
+        if len(pairs) <= first_read:  # nothing to leave unread: LightRAG's two reads, side by side
+            ranks, read = await asyncio.gather(knowledge_graph_inst.edge_degrees_batch(pairs), properties(pairs))
+            return _ranked(pairs, read, ranks)
         ranks = await knowledge_graph_inst.edge_degrees_batch(pairs)
         by_rank = sorted(pairs, key=lambda pair: ranks.get(pair, 0), reverse=True)  # a rank's pairs in list order
         relations: list[dict[str, Any]] = []
-        tokens, start, step = 0, 0, RELATIONS_FIRST_READ
+        tokens, start, step = 0, 0, first_read
         while start < len(by_rank):
             end = min(start + step, len(by_rank))
             while end < len(by_rank) and ranks.get(by_rank[end], 0) == ranks.get(by_rank[end - 1], 0):
                 end += 1  # a rank whole: its relations are ordered by their weights
-            ranked = by_rank[start:end]
-            properties = await knowledge_graph_inst.get_edges_batch([{"src": src, "tgt": tgt} for src, tgt in ranked])
-            if any(properties.get(pair) is None for pair in ranked):  # a relation gone meanwhile: LightRAG's way
+            read = await properties(by_rank[start:end])
+            if any(read.get(pair) is None for pair in by_rank[start:end]):  # a relation gone meanwhile: LightRAG's way
                 return await original(node_datas, query_param, knowledge_graph_inst)
-            read = []
-            for pair in ranked:
-                found = properties[pair]
-                if "weight" not in found:
-                    log.warning("Edge %s missing 'weight' attribute, using default value 1.0", pair)
-                    found["weight"] = 1.0
-                read.append({"src_tgt": pair, "rank": ranks.get(pair, 0), **found})
-            read.sort(key=lambda relation: (relation["rank"], relation["weight"]), reverse=True)
-            for relation in read:
+            for relation in _ranked(by_rank[start:end], read, ranks):
                 relations.append(relation)
                 tokens += relation_tokens(tokenizer, relation)
                 if tokens > budget:

@@ -26,6 +26,7 @@ from lightrag.constants import GRAPH_FIELD_SEP  # noqa: E402
 from rag_worker.embedded.offline_tokenizer import make_offline_tokenizer  # noqa: E402
 from rag_worker.storage.hot_paths import (  # noqa: E402
     RELATION_MIN_TOKENS,
+    RELATIONS_FIRST_READ,
     REPLACED,
     budget_on_prefix,
     fast_merge,
@@ -251,6 +252,7 @@ class Graph:
         self.edges = edges
         self.global_config = {"tokenizer": tokenizer}
         self.properties_read = 0
+        self.property_reads = 0
         self.lists_read = 0
 
     async def get_nodes_edges_batch(self, names: list[str]) -> dict[str, list[tuple[str, str]]]:
@@ -263,6 +265,7 @@ class Graph:
 
     async def get_edges_batch(self, pairs: list[dict[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
         self.properties_read += len(pairs)
+        self.property_reads += 1
         found = {}
         for pair in pairs:
             key = (pair["src"], pair["tgt"])
@@ -299,15 +302,15 @@ DESCRIPTION_PARTS = ["Acme opened an office in Berlin.", "中文字符" * 30, "x
 
 @settings(max_examples=150, deadline=None)
 @given(st.integers(min_value=8, max_value=60), st.integers(min_value=20, max_value=700), st.integers(min_value=0, max_value=10**6),
-       st.integers(min_value=1, max_value=6))
+       st.integers(min_value=1, max_value=6), st.sampled_from([1, 16, 64, RELATIONS_FIRST_READ]))
 def test_relations_read_within_the_budget_are_lightrags_first_and_keep_the_same(
-    names: int, edges: int, seed: int, found: int
+    names: int, edges: int, seed: int, found: int, first_read: int
 ) -> None:
     """Random graphs with many ties in counts and weights, descriptions from empty to hundreds of
     tokens (CJK with no blank, special-token text, quotes), budgets from a few relations to more
-    than there are: LightRAG's first relations in LightRAG's order, and the same relations kept
-    from them, alone and merged with a hybrid question's global relations (some the same relations,
-    their ends the other way round)."""
+    than there are, first reads from one relation to more than there are: LightRAG's first
+    relations in LightRAG's order, and the same relations kept from them, alone and merged with a
+    hybrid question's global relations (some the same relations, their ends the other way round)."""
     import random
 
     import anyio
@@ -321,10 +324,12 @@ def test_relations_read_within_the_budget_are_lightrags_first_and_keep_the_same(
     budget = rnd.choice([5, 20, 60, 200, 1000, 4000])
     param = type("QueryParam", (), {"max_relation_tokens": budget})()
     theirs = anyio.run(REPLACED["_find_most_related_edges_from_entities"], nodes, param, graph)
-    graph.properties_read = graph.lists_read = 0
-    ours = anyio.run(relations_within_budget(REPLACED["_find_most_related_edges_from_entities"]), nodes, param, graph)
+    graph.properties_read = graph.property_reads = graph.lists_read = 0
+    ours = anyio.run(relations_within_budget(REPLACED["_find_most_related_edges_from_entities"], first_read), nodes, param, graph)
     assert ours == theirs[: len(ours)] and (ours or not theirs)
     assert graph.lists_read == 1  # the entities' relations read once, whatever their number
+    if len(theirs) <= first_read:
+        assert ours == theirs and graph.property_reads == 1  # one read holds them: LightRAG's list, whole
     cut = functools.partial(REPLACED["truncate_list_by_token_size"], key=rendered, separator="\n",
                             max_token_size=budget, tokenizer=TOKENIZERS["gpt-4o-mini"])
     assert cut(ours) == cut(theirs)
@@ -348,12 +353,13 @@ def test_a_question_naming_common_entities_reads_the_properties_of_the_relations
     param = type("QueryParam", (), {"max_relation_tokens": 8000})()
     nodes = [{"entity_name": hub} for hub in hubs]
     theirs = anyio.run(REPLACED["_find_most_related_edges_from_entities"], nodes, param, graph)
-    graph.properties_read = 0
+    graph.properties_read = graph.property_reads = 0
     ours = anyio.run(relations_within_budget(REPLACED["_find_most_related_edges_from_entities"]), nodes, param, graph)
     cut = functools.partial(REPLACED["truncate_list_by_token_size"], key=rendered, separator="\n",
                             max_token_size=8000, tokenizer=TOKENIZERS["gpt-4o-mini"])
     assert cut(ours) == cut(theirs) and 50 < len(cut(ours)) < len(ours)
     assert graph.properties_read < 600 and ours == theirs[: len(ours)]
+    assert graph.property_reads == 1  # the first read (whole ranks) holds the relations the budget keeps
 
 
 @given(st.text(max_size=12), st.text(max_size=12), st.text(max_size=20))
