@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from rag_worker.query_cache import cosines
+from rag_worker.storage.chunk_vectors import checking_once
 from rag_worker.storage.vector_buffers import BUFFERS, Buffer
 
 log = logging.getLogger(__name__)
@@ -53,10 +54,12 @@ _IN_FLIGHT: dict[int, tuple[Any, asyncio.Future[None]]] = {}
 
 @contextmanager
 def reading_committed_state() -> Iterator[None]:
-    """Mark the calls made inside as a question's (the context reaches every task they start)."""
+    """Mark the calls made inside as a question's (the context reaches every task they start);
+    its chunk rankings check the kept vectors once (`chunk_vectors.checking_once`)."""
     token = _QUESTION.set(True)
     try:
-        yield
+        with checking_once():
+            yield
     finally:
         _QUESTION.reset(token)
 

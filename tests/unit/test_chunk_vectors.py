@@ -38,8 +38,10 @@ def workspace() -> str:
 
 @pytest.fixture
 async def rag(engine_dir: Path, tmp_path: Path, workspace: str, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:  # noqa: F811
-    """A LightRAG instance whose vectors and doc status live in the engine."""
+    """A LightRAG instance whose vectors and doc status live in the engine.  Its vectors are kept
+    as rankings need them: not all read at the first (the tests of that say so)."""
     monkeypatch.chdir(tmp_path)  # LightRAG reads ./.env
+    monkeypatch.setattr(chunk_vectors, "READ_ALL_AT_MOST", 0)
     async with counting_lightrag(tmp_path, workspace, vector_storage="PGVectorStorage",
                                  doc_status_storage="PGDocStatusStorage", model_name="count8") as instance:
         yield instance
@@ -224,3 +226,84 @@ async def test_kept_vectors_stay_within_their_budget(rag: Any, monkeypatch: pyte
 
     assert reads == [sorted(first), sorted(second), sorted(first), sorted(too_many), sorted(too_many)]
     assert sum(kept.used for _, kept in chunk_vectors._KEPT.values()) <= 4
+
+
+async def test_a_questions_rankings_check_the_doc_status_once(rag: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A question ranks its entities' passages and then its relations': the doc status is read at
+    the first only, and read again by the next question, which sees a replaced document."""
+    ids = await index(rag, "doc-a", ["short", "a longer text"])
+    await keep(rag, ids)
+    check, checks = chunk_vectors._check, []
+
+    async def counted(storage: Any, kept: Any) -> None:
+        checks.append(storage.namespace)
+        await check(storage, kept)
+
+    monkeypatch.setattr(chunk_vectors, "_check", counted)
+    with reading_committed_state():
+        assert_close(await chunk_similarities(rag.chunks_vdb, ids, QUESTION), await lightrag_cosines(rag, ids))
+        assert_close(await chunk_similarities(rag.chunks_vdb, ids[1:], QUESTION), await lightrag_cosines(rag, ids[1:]))
+    assert len(checks) == 1
+    await rag.chunks_vdb.delete(ids)
+    await rag.chunks_vdb.index_done_callback()
+    await rag.doc_status.delete(["doc-a"])
+    await index(rag, "doc-a", ["the new, longer first", "new"])
+
+    assert_close(await ranked(rag, ids), await lightrag_cosines(rag, ids))
+    assert len(checks) == 2
+
+
+async def test_a_stores_first_ranking_reads_all_its_vectors_a_page_at_a_time(
+    rag: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker's first question pays the server's cosines once: every vector of the store is then
+    read and kept, but those of chunks whose document has no status row; the next ranking asks the
+    server only for those, and each gives LightRAG's cosines."""
+    monkeypatch.setattr(chunk_vectors, "READ_ALL_AT_MOST", chunk_vectors.KEPT_VECTORS)
+    monkeypatch.setattr(chunk_vectors, "READ_ALL_PAGE", 2)
+    kept = await index(rag, "doc-a", [f"text {'x' * n}" for n in range(5)])
+    other = await index(rag, "doc-c", ["another document"])
+    unlisted = await index(rag, "doc-b", ["no status yet"])
+    await rag.doc_status.delete(["doc-b"])
+    asked = recorded(monkeypatch, "_in_engine")
+
+    first = await ranked(rag, kept[:2])
+    second = await ranked(rag, [*kept, *other, *unlisted])
+
+    assert_close(first, await lightrag_cosines(rag, kept[:2]))
+    assert_close(second, await lightrag_cosines(rag, [*kept, *other, *unlisted]))
+    assert asked == [sorted(kept[:2]), unlisted]
+    assert set(chunk_vectors._kept_for(rag.chunks_vdb).rows) == {*kept, *other}
+
+
+async def test_vectors_that_would_not_fit_are_not_all_read(rag: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """More vectors than the budget leaves: kept as rankings need them, as before."""
+    monkeypatch.setattr(chunk_vectors, "READ_ALL_AT_MOST", chunk_vectors.KEPT_VECTORS)
+    monkeypatch.setattr(chunk_vectors, "KEPT_VECTORS", 4)
+    ids = await index(rag, "doc-a", ["a", "bb", "ccc", "dddd", "eeeee"])
+    reads = recorded(monkeypatch, "_read")
+
+    await ranked(rag, ids[:2])
+
+    assert chunk_vectors._kept_for(rag.chunks_vdb).rows == {} and reads == []
+
+
+async def test_a_check_during_the_read_of_all_vectors_ends_it(rag: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another question's check ran while the pages came in: the rest is not kept (it was read
+    before that check), and the next rankings ask the server for it."""
+    monkeypatch.setattr(chunk_vectors, "READ_ALL_AT_MOST", chunk_vectors.KEPT_VECTORS)
+    monkeypatch.setattr(chunk_vectors, "READ_ALL_PAGE", 2)
+    ids = await index(rag, "doc-a", [f"text {'x' * n}" for n in range(6)])
+    unpacked, pages = chunk_vectors._unpacked, []
+
+    def unpacked_while_another_question_checks(rows: Any) -> Any:
+        pages.append(len(rows))
+        if len(pages) == 2:
+            chunk_vectors._kept_for(rag.chunks_vdb).generation += 1  # what `_check` does on a change
+        return unpacked(rows)
+
+    monkeypatch.setattr(chunk_vectors, "_unpacked", unpacked_while_another_question_checks)
+    await ranked(rag, ids[:1])
+
+    assert pages == [2, 2] and len(chunk_vectors._kept_for(rag.chunks_vdb).rows) == 2
+    assert_close(await ranked(rag, ids), await lightrag_cosines(rag, ids))
