@@ -251,15 +251,17 @@ async def _read_all(storage: Any, kept: _Kept) -> None:
     """Read and keep every stored chunk vector of the store's workspace, when they fit in what the
     worker's other stores leave of `KEPT_VECTORS`: one scan of the table (3.8 us a row in the
     server at 5,000 documents, against 6 by id), `READ_ALL_PAGE` rows at a time through a cursor."""
-    where = f"FROM {storage.table_name} WHERE workspace=$1 AND content_vector IS NOT NULL"
+    of_workspace = f"FROM {storage.table_name} WHERE workspace=$1"
     try:
         async with storage.db.pool.acquire() as connection, connection.transaction(readonly=True):
-            stored = int(await connection.fetchval(f"SELECT count(*) {where}", storage.workspace) or 0)
+            # Rows, with or without a vector: counted from the index (17 ms at 5,000 documents, 86 by the vectors).
+            stored = int(await connection.fetchval(f"SELECT count(*) {of_workspace}", storage.workspace) or 0)
             if not stored or stored + sum(other.used for _, other in _KEPT.values()) > min(READ_ALL_AT_MOST, KEPT_VECTORS):
                 return
             generation = kept.generation  # a check during the read: what is read is not kept
             cursor = await connection.cursor(
-                f"SELECT id, full_doc_id, vector_send(content_vector) AS vector {where}", storage.workspace)
+                f"SELECT id, full_doc_id, vector_send(content_vector) AS vector {of_workspace} AND content_vector IS NOT NULL",
+                storage.workspace)
             while rows := await cursor.fetch(READ_ALL_PAGE):
                 chunk_ids, doc_ids, vectors = _unpacked(rows)
                 if kept.generation != generation:
