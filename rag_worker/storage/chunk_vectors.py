@@ -20,24 +20,25 @@ are kept from the second question that names them.
 **A store that fits is read whole, once.**  At a store's first ranking in a worker, when all its
 vectors fit in what the worker's other stores leave of `KEPT_VECTORS`, they are read in the
 background (`_read_all`: one scan of the table through a cursor).  At 5,000 documents (29,062
-chunks) that took about 0.22 s of the worker's CPU (py-spy) and 0.11 s of the engine's (the scan), once; until then
-a ranking asked the server for its cosines and the vectors of each question's candidates that an
-earlier question had named (24 ms of the engine's CPU a local question over a fresh worker's
-first ten).  A larger store keeps what the rankings need, as above.
+chunks) that took about 0.22 s of the worker's CPU (py-spy) and 0.25-0.31 s of the engine's
+statement time, once; until then a ranking asked the server for its cosines and read the vectors
+of each question's candidates that an earlier question had named (24 ms of the engine's time a
+local question over a fresh worker's first ten; 3 ms once the store is read whole).  A larger
+store keeps what the rankings need, as above.
 
 **When a kept vector is still the stored one.**  A chunk's id is its document's id and its place
 (`doc-...-chunk-003`), so a new version of a document reuses its chunk ids with new texts.  But a
 new version is indexed only once the old one is deleted (`intake.Intake.add`, `after_removal`),
 and every write of a document's chunks is followed by a write of its doc-status row (LightRAG marks
-it processed or failed; a delete removes the row).  So a question's first ranking reads the workspace's
-doc-status version (`row_versions`: 2.5 ms of the engine's CPU at 5,000 documents, so once a
-question, `checking_once`); when it changed, it reads each row's transaction id (`xmin`) and drops
-the vectors of every document whose row changed or went.
-That sees another process's writes too: the writer of a shared knowledge base, read by this one.
-A chunk whose document has no status row is never kept.  Between a document's chunk write and its
-status write (or one's status write during a question) a ranking may use one of its chunks' former
-vectors: the document is being indexed then, and its entities and texts are changing too.  Vectors read while the version changed
-(a ranking's check ran during the read) are not kept.
+it processed or failed; a delete removes the row).  So a question's first ranking reads the
+workspace's doc-status version (`row_versions`: 2.5-3.3 ms of the engine's time at 5,000
+documents, so once a question, `checking_once`); when it changed, it reads each row's transaction
+id (`xmin`) and drops the vectors of every document whose row changed or went.  That sees another
+process's writes too: the writer of a shared knowledge base, read by this one.  A chunk whose
+document has no status row is never kept.  Between a document's chunk write and its status write
+(or one's status write during a question) a ranking may use one of its chunks' former vectors: the
+document is being indexed then, and its entities and texts are changing too.  Vectors read while
+the version changed (a ranking's check ran during the read) are not kept.
 
 At most `KEPT_VECTORS` are kept in a worker (48 MB of vectors; at 5,000 documents the worker held
 about 70 MB more after 150 questions); when more would not fit, all are dropped and kept again as
@@ -254,7 +255,7 @@ async def _read_all(storage: Any, kept: _Kept) -> None:
     of_workspace = f"FROM {storage.table_name} WHERE workspace=$1"
     try:
         async with storage.db.pool.acquire() as connection, connection.transaction(readonly=True):
-            # Rows, with or without a vector: counted from the index (17 ms at 5,000 documents, 86 by the vectors).
+            # Rows, with or without a vector: counted from the index (10-17 ms at 5,000 documents, 86 by the vectors).
             stored = int(await connection.fetchval(f"SELECT count(*) {of_workspace}", storage.workspace) or 0)
             if not stored or stored + sum(other.used for _, other in _KEPT.values()) > min(READ_ALL_AT_MOST, KEPT_VECTORS):
                 return
