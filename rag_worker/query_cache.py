@@ -104,6 +104,14 @@ def observing_chunk_scores() -> Iterator[ChunkScores]:
         _OBSERVED.reset(token)
 
 
+def note_similarities(similarity: dict[str, float]) -> None:
+    """Record chunk similarities a store's search measured itself (`chunk_vectors.nearest`) for
+    the question observing them."""
+    scores = _OBSERVED.get()
+    if scores is not None:
+        scores.similarity.update(similarity)
+
+
 def report_chunk_scores(chunks_vdb: Any) -> None:
     """Make `chunks_vdb` report its search similarities and the vectors it returns to the
     question observing them (`observing_chunk_scores`); other callers see no difference."""

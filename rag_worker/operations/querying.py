@@ -17,7 +17,8 @@ from rag_worker.operations.reading import whole_document_request, whole_document
 from rag_worker.operations.result_budget import fit_result
 from rag_worker.query_cache import ChunkScores, cosines, observing_chunk_scores, remembered_vector
 from rag_worker.storage.catalog import name_from_file_path
-from rag_worker.storage.vector_flush import reading_committed_state
+from rag_worker.storage.chunk_vectors import checking_once
+from rag_worker.storage.vector_flush import chunk_similarities, reading_committed_state
 from rag_worker.storage.workspace import Workspace
 
 log = logging.getLogger("rag_worker.operations.querying")
@@ -86,28 +87,29 @@ async def run_query(ctx: RequestContext, args: dict[str, Any], *, stream: bool =
         whole = await whole_document_result(ctx, ws, query, budget)
         if whole is not None:
             return _query_result(ws, query, mode, started, whole)
-    param = query_param(args, stream=stream, with_llm=with_llm)
-    try:
-        with reading_committed_state(), observing_chunk_scores() as seen:
-            raw = await (ws.rag.aquery_llm if with_llm else ws.rag.aquery_data)(query, param)
-    except ValueError as exc:  # LightRAG's own query validation (too short, empty after cleaning)
-        raise RagError(ErrorCode.INVALID_PARAMETER, f"The query was refused: {str(exc)[:200]}") from None
-    data = raw.get("data") or {}
-    llm_failed = False
-    answer = None
-    if with_llm:
+    with checking_once():  # the retrieval and its sources' scores check the kept vectors once
+        param = query_param(args, stream=stream, with_llm=with_llm)
         try:
-            answer = await written_answer(ctx, raw.get("llm_response") or {})
-        except RagError as exc:
-            if exc.code != ErrorCode.PROCESSING_FAILED:
-                raise
-            llm_failed = True  # retrieval may still have worked: answer with the passages
-    if llm_failed and mode == "naive" and not data.get("chunks"):
-        # LightRAG drops the retrieved passages when the answer fails; naive retrieval needs no LLM.
-        with reading_committed_state(), observing_chunk_scores() as seen:
-            raw = await ws.rag.aquery_data(query, query_param(args, stream=False, with_llm=False))
+            with reading_committed_state(), observing_chunk_scores() as seen:
+                raw = await (ws.rag.aquery_llm if with_llm else ws.rag.aquery_data)(query, param)
+        except ValueError as exc:  # LightRAG's own query validation (too short, empty after cleaning)
+            raise RagError(ErrorCode.INVALID_PARAMETER, f"The query was refused: {str(exc)[:200]}") from None
         data = raw.get("data") or {}
-    sources = await _sources(ws, query, data.get("chunks") or [], float(args["cosine_threshold"]), seen)
+        llm_failed = False
+        answer = None
+        if with_llm:
+            try:
+                answer = await written_answer(ctx, raw.get("llm_response") or {})
+            except RagError as exc:
+                if exc.code != ErrorCode.PROCESSING_FAILED:
+                    raise
+                llm_failed = True  # retrieval may still have worked: answer with the passages
+        if llm_failed and mode == "naive" and not data.get("chunks"):
+            # LightRAG drops the retrieved passages when the answer fails; naive retrieval needs no LLM.
+            with reading_committed_state(), observing_chunk_scores() as seen:
+                raw = await ws.rag.aquery_data(query, query_param(args, stream=False, with_llm=False))
+            data = raw.get("data") or {}
+        sources = await _sources(ws, query, data.get("chunks") or [], float(args["cosine_threshold"]), seen)
     found = bool(sources or data.get("entities") or data.get("relationships") or answer)
     if llm_failed:
         if not sources:
@@ -243,7 +245,7 @@ async def _origins(ws: Workspace, chunk_ids: list[str]) -> dict[str, tuple[str, 
 async def _relevance(ws: Workspace, query: str, chunk_ids: list[str], seen: ChunkScores) -> dict[str, float]:
     """Each chunk's cosine similarity to the question, from what LightRAG's retrieval measured:
     the similarity its vector search reported, else the question's remembered vector against the
-    chunk vector LightRAG read (or the stored one).  Never embeds the question again: when it
+    chunk vector LightRAG read, or the store's own cosines (`chunk_similarities`).  Never embeds the question again: when it
     is not remembered, the chunks LightRAG did not score go without a score."""
     scores = {chunk_id: seen.similarity[chunk_id] for chunk_id in chunk_ids if chunk_id in seen.similarity}
     rest = [chunk_id for chunk_id in chunk_ids if chunk_id not in scores]
@@ -252,11 +254,11 @@ async def _relevance(ws: Workspace, query: str, chunk_ids: list[str], seen: Chun
         return scores
     try:
         vectors = {chunk_id: seen.vectors[chunk_id] for chunk_id in rest if chunk_id in seen.vectors}
-        unread = [chunk_id for chunk_id in rest if chunk_id not in vectors]
-        if unread:  # chunks LightRAG picked without vectors (KG_CHUNK_PICK_METHOD=WEIGHT)
-            with reading_committed_state():
-                vectors.update(await ws.rag.chunks_vdb.get_vectors_by_ids(unread))
         scores.update(cosines(question, vectors))
+        unread = [chunk_id for chunk_id in rest if chunk_id not in vectors]
+        if unread:  # named passages (exact_match), or picked without vectors (KG_CHUNK_PICK_METHOD=WEIGHT)
+            with reading_committed_state():
+                scores.update(await chunk_similarities(ws.rag.chunks_vdb, unread, question))
     except Exception:  # scores are a courtesy: never fail a query over them
         log.debug("relevance scoring failed", exc_info=True)
     return scores

@@ -17,6 +17,7 @@ from rag_worker.chunking import chunking_func
 from rag_worker.embedded.models import MAX_TOKEN_SIZE
 from rag_worker.query_cache import report_chunk_scores
 from rag_worker.storage.chunk_lists import keep_chunk_lists_in_rows
+from rag_worker.storage.chunk_vectors import search_kept_first
 from rag_worker.storage.exact_match import add_named_chunks, exact_term_rerank
 from rag_worker.storage.hot_paths import use_cheaper_hot_paths
 from rag_worker.storage.hybrid import attach_lexical_index
@@ -152,6 +153,7 @@ async def new_lightrag(
     await keep_chunk_lists_in_rows(rag, read_only=read_only)  # an entity's chunk ids appended to, not rewritten
     await keep_node_degrees(rag, read_only=read_only)  # relation counts kept by triggers, not counted per question
     embed_outside_locks(rag)  # a question must not wait for indexing's embeddings (vector_flush)
+    search_kept_first(rag.chunks_vdb)  # a store the worker holds whole is searched exactly (chunk_vectors)
     add_named_chunks(rag)  # the passages of the entities a question names verbatim (exact_match)
     # A full-text index beside the vectors, fused with every vector search (hybrid).
     attach_lexical_index(rag, Path(working_dir) / workspace if workspace else Path(working_dir), read_only)

@@ -1,7 +1,8 @@
-"""A question's chunk ranking from the vectors the worker keeps (rag_worker/storage/chunk_vectors.py):
-LightRAG's cosines, the server asked only for chunks not kept, their vectors read without making
-the question wait, and never a document's former vectors once its status row changed, whoever
-changed it.  Real LightRAG (`PGVectorStorage`, `PGDocStatusStorage`) on the
+"""A question's chunk ranking and search from the vectors the worker keeps
+(rag_worker/storage/chunk_vectors.py): LightRAG's cosines, the server asked only for chunks not
+kept, their vectors read without making the question wait, and never a document's former vectors
+once its status row changed, whoever changed it; a store held whole searched exactly, as
+LightRAG's search ranks.  Real LightRAG (`PGVectorStorage`, `PGDocStatusStorage`) on the
 real embedded engine."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import anyio
 import numpy as np
 import pytest
 
+from rag_worker.query_cache import observing_chunk_scores
 from rag_worker.storage import chunk_vectors
 from rag_worker.storage.vector_flush import chunk_similarities, reading_committed_state
 from tests.unit.test_vector_flush import counting_lightrag
@@ -68,7 +70,8 @@ async def index(rag: Any, doc_id: str, texts: list[str], status: str = "processe
     await rag.chunks_vdb.upsert(chunks)
     await rag.chunks_vdb.index_done_callback()
     await rag.doc_status.upsert({doc_id: {"status": status, "content_summary": texts[0][:20], "content_length": 9,
-                                          "chunks_count": len(texts), "file_path": f"{doc_id}.md"}})
+                                          "chunks_count": len(texts), "chunks_list": list(chunks),
+                                          "file_path": f"{doc_id}.md"}})
     return list(chunks)
 
 
@@ -307,3 +310,137 @@ async def test_a_check_during_the_read_of_all_vectors_ends_it(rag: Any, monkeypa
 
     assert pages == [2, 2] and len(chunk_vectors._kept_for(rag.chunks_vdb).rows) == 2
     assert_close(await ranked(rag, ids), await lightrag_cosines(rag, ids))
+
+
+@pytest.fixture
+async def searching(rag: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`rag` whose chunk store is read whole at its first search and then searched from the kept
+    vectors (`search_kept_first`, as the worker sets it up); `rag.server_searches` holds the top_k
+    of each search LightRAG's own `PGVectorStorage.query` makes for it."""
+    monkeypatch.setattr(chunk_vectors, "READ_ALL_AT_MOST", chunk_vectors.KEPT_VECTORS)
+    calls: list[int] = []
+    search = rag.chunks_vdb.query
+
+    async def recording(query: str, top_k: int, query_embedding: Any = None) -> Any:
+        calls.append(top_k)
+        return await search(query, top_k, query_embedding)
+
+    rag.chunks_vdb.query, rag.server_searches = recording, calls
+    chunk_vectors.search_kept_first(rag.chunks_vdb)
+    return rag
+
+
+async def searched(rag: Any, question: np.ndarray = QUESTION, top_k: int = 4) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """A question's search of the chunk store (rows, and the similarities it reported), and then
+    the background reads it started."""
+    with reading_committed_state(), observing_chunk_scores() as seen:
+        rows = await rag.chunks_vdb.query("q", top_k=top_k, query_embedding=question)
+    kept = chunk_vectors._kept_for(rag.chunks_vdb)
+    for task in (kept.filling, kept.catching):
+        if task is not None:
+            await task
+    return rows, seen.similarity
+
+
+async def lightrags_search(rag: Any, question: np.ndarray = QUESTION, top_k: int = 4) -> list[dict[str, Any]]:
+    """LightRAG's own search (the server's HNSW index, exact at this size)."""
+    from lightrag.kg.postgres_impl import PGVectorStorage
+
+    return list(await PGVectorStorage.query(rag.chunks_vdb, "q", top_k, question))
+
+
+#: Texts whose vectors differ (the counting embedder's first component is the length modulo 7).
+TEXTS = ["a", "bb", "ccc", "dddd", "eeeee", "ffffff"]
+
+
+async def test_a_store_held_whole_is_searched_exactly_as_lightrag_ranks(searching: Any) -> None:
+    """The first search reads the store whole; the next ones ask the server nothing but the rows
+    found: LightRAG's rows in LightRAG's order, over its threshold, with their cosines reported
+    for the sources' scores.  A question like no chunk finds none."""
+    rag = searching
+    ids = [*await index(rag, "doc-a", TEXTS[:4]), *await index(rag, "doc-b", TEXTS[4:])]
+    expected = await lightrags_search(rag)
+
+    first, _ = await searched(rag)
+    rows, reported = await searched(rag)
+    two, _ = await searched(rag, top_k=2)
+    nothing, _ = await searched(rag, -QUESTION)
+
+    assert first == expected and rows == expected and two == expected[:2]
+    assert nothing == await lightrags_search(rag, -QUESTION) == []
+    assert rag.server_searches == [4]
+    assert len(expected) == 4 and set(chunk_vectors._kept_for(rag.chunks_vdb).rows) == set(ids)
+    assert_close(reported, await lightrag_cosines(rag, [row["id"] for row in rows]))
+
+
+async def test_a_changed_document_is_searched_by_the_server_until_its_chunks_are_read_again(
+    searching: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replaced document and a new one: the next search is the server's, and only the changed
+    documents' chunks are read; then the store is searched exactly again, new texts included."""
+    rag = searching
+    old = await index(rag, "doc-a", TEXTS[:3])
+    await index(rag, "doc-b", TEXTS[3:])
+    await searched(rag)
+    await rag.chunks_vdb.delete(old)
+    await rag.chunks_vdb.index_done_callback()
+    await rag.doc_status.delete(["doc-a"])
+    await index(rag, "doc-a", ["replace", "replaced"])
+    await index(rag, "doc-c", ["new third", "new fourth"])
+    rag.server_searches.clear()
+    unpacked, read = chunk_vectors._unpacked, []
+
+    def recording(rows: Any) -> Any:
+        read.extend(str(row["id"]) for row in rows)
+        return unpacked(rows)
+
+    monkeypatch.setattr(chunk_vectors, "_unpacked", recording)
+
+    during, _ = await searched(rag)
+    after, _ = await searched(rag)
+
+    expected = await lightrags_search(rag)
+    assert during == after == expected and rag.server_searches == [4]
+    assert sorted(read) == ["doc-a-chunk-000", "doc-a-chunk-001", "doc-c-chunk-000", "doc-c-chunk-001"]
+    kept = chunk_vectors._kept_for(rag.chunks_vdb)
+    assert kept.used == len(kept.rows) == 7 and kept.whole == kept.generation
+
+
+async def test_a_chunk_whose_document_has_no_status_row_leaves_the_search_to_the_server(searching: Any) -> None:
+    """Such a chunk is never kept, so the kept vectors are not the whole store: every search is
+    LightRAG's (it finds that chunk too)."""
+    rag = searching
+    await index(rag, "doc-a", TEXTS[:4])
+    await index(rag, "doc-b", ["no status"])
+    await rag.doc_status.delete(["doc-b"])
+
+    rows = [(await searched(rag))[0] for _ in range(3)]
+
+    assert rows == [await lightrags_search(rag)] * 3 and rag.server_searches == [4, 4, 4]
+    assert "doc-b-chunk-000" in {row["id"] for row in rows[0]}
+    assert chunk_vectors._kept_for(rag.chunks_vdb).whole is None
+
+
+async def test_a_document_being_indexed_is_read_again_while_it_is_not_settled(searching: Any) -> None:
+    """Its status row says processing and lists its chunks before their rows come (another
+    document's commit writes them): every catch-up reads them again until its status is final,
+    so the store stays held whole and its search finds them."""
+    rag = searching
+    await index(rag, "doc-a", TEXTS[:3])
+    await searched(rag)
+    await rag.doc_status.upsert({"doc-p": {"status": "processing", "content_summary": "p", "content_length": 1,
+                                           "chunks_count": 1, "chunks_list": ["doc-p-chunk-000"],
+                                           "file_path": "doc-p.md"}})
+    await searched(rag)
+    await rag.chunks_vdb.upsert({"doc-p-chunk-000": {"content": TEXTS[5], "full_doc_id": "doc-p", "tokens": 1,
+                                                     "chunk_order_index": 0, "file_path": "doc-p.md"}})
+    await index(rag, "doc-b", TEXTS[3:5])  # its commit writes doc-p's chunk too
+    rag.server_searches.clear()
+
+    during, _ = await searched(rag, top_k=10)
+    after, _ = await searched(rag, top_k=10)
+
+    assert during == after == await lightrags_search(rag, top_k=10) and rag.server_searches == [10]
+    assert "doc-p-chunk-000" in {row["id"] for row in after}
+    kept = chunk_vectors._kept_for(rag.chunks_vdb)
+    assert kept.whole == kept.generation and kept.behind == set()
