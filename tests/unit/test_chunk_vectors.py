@@ -310,6 +310,7 @@ async def test_a_check_during_the_read_of_all_vectors_ends_it(rag: Any, monkeypa
 
     assert pages == [2, 2] and len(chunk_vectors._kept_for(rag.chunks_vdb).rows) == 2
     assert_close(await ranked(rag, ids), await lightrag_cosines(rag, ids))
+    assert set(chunk_vectors._kept_for(rag.chunks_vdb).rows) == set(ids)  # read again from that ranking
 
 
 @pytest.fixture
@@ -444,3 +445,22 @@ async def test_a_document_being_indexed_is_read_again_while_it_is_not_settled(se
     assert "doc-p-chunk-000" in {row["id"] for row in after}
     kept = chunk_vectors._kept_for(rag.chunks_vdb)
     assert kept.whole == kept.generation and kept.behind == set()
+
+
+async def test_a_scope_opened_inside_a_questions_checks_nothing_again(rag: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sources' scores are ranked after the retrieval, inside the same question
+    (`operations.querying`): one status check for both."""
+    ids = await index(rag, "doc-a", ["short", "a longer text"])
+    check, checks = chunk_vectors._check, []
+
+    async def counted(storage: Any, kept: Any) -> None:
+        checks.append(storage.namespace)
+        await check(storage, kept)
+
+    monkeypatch.setattr(chunk_vectors, "_check", counted)
+    with chunk_vectors.checking_once():
+        with reading_committed_state():
+            await chunk_similarities(rag.chunks_vdb, ids, QUESTION)
+        with reading_committed_state():
+            await chunk_similarities(rag.chunks_vdb, ids[1:], QUESTION)
+    assert len(checks) == 1
