@@ -68,6 +68,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -120,6 +121,8 @@ class _Kept:
     #: Documents whose chunks a store held whole has still to read after a check (`_catch_up`).
     behind: set[str] = field(default_factory=set)
     catching: asyncio.Task[None] | None = None
+    #: The last question's unit vector (as bytes) and its similarity to every kept row (`_scores`).
+    scored: tuple[bytes, np.ndarray] | None = None
     #: Chunks a ranking asked the server for once (their vectors are read the second time).
     seen: set[str] = field(default_factory=set)
 
@@ -129,6 +132,7 @@ class _Kept:
                 self.rows.pop(chunk_id, None)
 
     def clear(self) -> None:
+        self.scored = None
         self.rows.clear()
         self.doc_chunks.clear()
         self.ids.clear()
@@ -142,6 +146,7 @@ class _Kept:
             return
         positions = np.fromiter(self.rows.values(), dtype=np.intp, count=len(self.rows))
         self.matrix[: len(positions)] = self.matrix[positions]
+        self.scored = None
         self.ids = list(self.rows)
         self.rows = {chunk_id: position for position, chunk_id in enumerate(self.ids)}
         self.used = len(self.ids)
@@ -161,6 +166,7 @@ class _Kept:
             grown[: self.used] = self.matrix[: self.used]
             self.matrix = grown
         self.matrix[self.used : needed] = vectors
+        self.scored = None
         del self.ids[self.used :]
         self.ids.extend(chunk_ids)
         for position, (chunk_id, doc_id) in enumerate(zip(chunk_ids, doc_ids, strict=True), start=self.used):
@@ -337,6 +343,16 @@ async def _read_all(storage: Any, kept: _Kept) -> None:
         log.warning("%s: chunk vectors not read (%s: %s)", storage.namespace, type(error).__name__, error)
 
 
+def _scores(kept: _Kept, unit: np.ndarray) -> np.ndarray:
+    """`unit`'s similarity to every kept row, in one product (about 3 ms for 29,062 rows), kept for
+    the same question's next ranking or search: a question's two rankings of a store held whole
+    gathered 4,500-7,146 rows each at 5,000 documents, 7.7 ms of the worker's CPU together."""
+    question = unit.tobytes()
+    if kept.scored is None or kept.scored[0] != question:
+        kept.scored = (question, kept.matrix[: kept.used] @ unit)
+    return kept.scored[1]
+
+
 def _held_whole(kept: _Kept, stored: int) -> None:
     """The store is held whole when as many vectors are kept as it stored rows (in the read's
     snapshot): a row without a vector or whose document has no status row keeps it from being."""
@@ -417,10 +433,15 @@ async def similarities(storage: Any, ids: list[str], question: np.ndarray) -> di
     kept = await _ready(storage)
     unit = _unit_rows(np.asarray(question, dtype=np.float32).reshape(1, -1))[0]
     # What is kept is ranked now, before any other await can change it.
-    positions = np.array([kept.rows.get(chunk_id, -1) for chunk_id in ids], dtype=np.intp)
+    positions = np.fromiter(map(kept.rows.get, ids, repeat(-1)), dtype=np.intp, count=len(ids))
     found = positions >= 0
     named = ids if found.all() else [ids[k] for k in np.flatnonzero(found).tolist()]
-    similarity = dict(zip(named, (kept.matrix[positions[found]] @ unit).tolist(), strict=True)) if named else {}
+    if not named:
+        similarity = {}
+    elif kept.whole == kept.generation:  # one product for all the question's rankings and its search
+        similarity = dict(zip(named, _scores(kept, unit)[positions[found]].tolist(), strict=True))
+    else:
+        similarity = dict(zip(named, (kept.matrix[positions[found]] @ unit).tolist(), strict=True))
     if len(named) < len(ids):
         missing = [ids[k] for k in np.flatnonzero(~found).tolist()]
         in_engine = await _in_engine(storage, missing, question)
@@ -444,8 +465,7 @@ async def nearest(storage: Any, question: np.ndarray, top_k: int) -> list[tuple[
     kept = await _ready(storage)
     if kept.whole != kept.generation:
         return None
-    unit = _unit_rows(np.asarray(question, dtype=np.float32).reshape(1, -1))[0]
-    scores = kept.matrix[: kept.used] @ unit
+    scores = _scores(kept, _unit_rows(np.asarray(question, dtype=np.float32).reshape(1, -1))[0])
     above = np.flatnonzero(scores > float(storage.cosine_better_than_threshold))
     if len(above) > top_k:
         above = above[np.argpartition(-scores[above], top_k - 1)[:top_k]]

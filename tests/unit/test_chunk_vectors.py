@@ -464,3 +464,32 @@ async def test_a_scope_opened_inside_a_questions_checks_nothing_again(rag: Any, 
         with reading_committed_state():
             await chunk_similarities(rag.chunks_vdb, ids[1:], QUESTION)
     assert len(checks) == 1
+
+
+async def test_a_questions_search_and_rankings_of_a_store_held_whole_share_one_product(searching: Any) -> None:
+    """Its chunk search and both rankings use the question's one vector: its similarity to every
+    kept row is computed once, and each ranking still gives LightRAG's cosines; vectors kept since
+    are in the next question's product."""
+    rag = searching
+    ids = [*await index(rag, "doc-a", TEXTS[:4]), *await index(rag, "doc-b", TEXTS[4:])]
+    await searched(rag)
+    kept = chunk_vectors._kept_for(rag.chunks_vdb)
+
+    with reading_committed_state():
+        await rag.chunks_vdb.query("q", top_k=4, query_embedding=QUESTION)
+        product = kept.scored
+        first = await chunk_similarities(rag.chunks_vdb, ids[:3], QUESTION)
+        second = await chunk_similarities(rag.chunks_vdb, ids[2:], QUESTION)
+        assert kept.scored is product is not None
+        other = await chunk_similarities(rag.chunks_vdb, ids, -QUESTION)
+
+    assert kept.scored is not product and rag.server_searches == [4]
+    assert_close(first, await lightrag_cosines(rag, ids[:3]))
+    assert_close(second, await lightrag_cosines(rag, ids[2:]))
+    assert_close(other, await lightrag_cosines(rag, ids, -QUESTION))
+    await searched(rag, top_k=10)
+    await index(rag, "doc-c", ["seventh"])  # kept once read: the product is computed again
+    await searched(rag, top_k=10)
+
+    rows, _ = await searched(rag, top_k=10)
+    assert rows == await lightrags_search(rag, top_k=10) and "doc-c-chunk-000" in {row["id"] for row in rows}
