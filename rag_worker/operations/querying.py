@@ -245,8 +245,9 @@ async def _origins(ws: Workspace, chunk_ids: list[str]) -> dict[str, tuple[str, 
 async def _relevance(ws: Workspace, query: str, chunk_ids: list[str], seen: ChunkScores) -> dict[str, float]:
     """Each chunk's cosine similarity to the question, from what LightRAG's retrieval measured:
     the similarity its vector search reported, else the question's remembered vector against the
-    chunk vector LightRAG read, or the store's own cosines (`chunk_similarities`).  Never embeds the question again: when it
-    is not remembered, the chunks LightRAG did not score go without a score."""
+    chunk vector LightRAG read, or the store's own cosines (`chunk_similarities`).  Never embeds
+    the question again: when it is not remembered, the chunks LightRAG did not score go without a
+    score."""
     scores = {chunk_id: seen.similarity[chunk_id] for chunk_id in chunk_ids if chunk_id in seen.similarity}
     rest = [chunk_id for chunk_id in chunk_ids if chunk_id not in scores]
     question = remembered_vector(ws.components.get("embedding_func"), query) if rest else None
