@@ -54,8 +54,9 @@ the version changed (a ranking's check ran during the read) are not kept.
 
 At most `KEPT_VECTORS` are kept in a worker (48 MB of vectors; at 5,000 documents the worker held
 about 70 MB more after 150 questions); when more would not fit, the rows of dropped vectors are
-reused first (`_Kept.compact`), then all are dropped and kept again as questions need them.  Only where LightRAG's doc status is in the same database
-(`PGDocStatusStorage`); otherwise the server computes every cosine.
+reused first (`_Kept.compact`), then all are dropped and kept again as questions need them.  Only
+where LightRAG's doc status is in the same database (`PGDocStatusStorage`); otherwise the server
+computes every cosine.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ import asyncio
 import logging
 import math
 import weakref
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -310,23 +311,29 @@ async def _fill(storage: Any, kept: _Kept, ids: list[str]) -> None:
         _keep(kept, chunk_ids, doc_ids, vectors)
 
 
+@asynccontextmanager
+async def _snapshot(storage: Any) -> AsyncIterator[tuple[Any, int]]:
+    """A read-only connection whose reads all see one snapshot, and the store's rows in it, with
+    or without a vector (counted from the index: 10-17 ms at 5,000 documents, 86 by the vectors)."""
+    async with storage.db.pool.acquire() as connection, \
+            connection.transaction(readonly=True, isolation="repeatable_read"):
+        count = f"SELECT count(*) FROM {storage.table_name} WHERE workspace=$1"
+        yield connection, int(await connection.fetchval(count, storage.workspace) or 0)
+
+
 async def _read_all(storage: Any, kept: _Kept) -> None:
     """Read and keep every stored chunk vector of the store's workspace, when they fit in what the
     worker's other stores leave of `KEPT_VECTORS`: one scan of the table (3.8 us a row in the
     server at 5,000 documents, against 6 by id), `READ_ALL_PAGE` rows at a time through a cursor.
     When all were kept, the store is held whole (`_Kept.whole`)."""
-    of_workspace = f"FROM {storage.table_name} WHERE workspace=$1"
     try:
-        async with storage.db.pool.acquire() as connection, \
-                connection.transaction(readonly=True, isolation="repeatable_read"):
-            # Rows, with or without a vector: counted from the index (10-17 ms at 5,000 documents, 86 by the vectors).
-            stored = int(await connection.fetchval(f"SELECT count(*) {of_workspace}", storage.workspace) or 0)
+        async with _snapshot(storage) as (connection, stored):
             others = sum(other.used for _, other in _KEPT.values() if other is not kept)
             if not stored or stored + others > min(READ_ALL_AT_MOST, KEPT_VECTORS):
                 return
             generation = kept.generation  # a check during the read: what is read is not kept
             cursor = await connection.cursor(
-                f"SELECT {_VECTOR_COLUMNS} {of_workspace} AND content_vector IS NOT NULL",
+                f"SELECT {_VECTOR_COLUMNS} FROM {storage.table_name} WHERE workspace=$1 AND content_vector IS NOT NULL",
                 storage.workspace)
             while rows := await cursor.fetch(READ_ALL_PAGE):
                 chunk_ids, doc_ids, vectors = _unpacked(rows)
@@ -370,13 +377,10 @@ async def _catch_up(storage: Any, kept: _Kept) -> None:
     try:
         while kept.behind:
             docs, generation = sorted(kept.behind), kept.generation
-            async with storage.db.pool.acquire() as connection, \
-                    connection.transaction(readonly=True, isolation="repeatable_read"):
+            async with _snapshot(storage) as (connection, stored):
                 rows = await connection.fetch(
                     f"SELECT {_VECTOR_COLUMNS} FROM {storage.table_name} WHERE workspace=$1 "
                     f"AND id = ANY(ARRAY({lists})) AND content_vector IS NOT NULL", storage.workspace, docs)
-                stored = int(await connection.fetchval(
-                    f"SELECT count(*) FROM {storage.table_name} WHERE workspace=$1", storage.workspace) or 0)
             if kept.generation != generation:
                 continue  # a check ran during the read: its documents are behind too
             kept.behind.clear()
