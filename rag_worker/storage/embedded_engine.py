@@ -50,7 +50,12 @@ from typing import Any
 import anyio
 
 from protocol import ErrorCode, RagError
-from rag_worker.storage.engine_template import apply_settings, create_data_directory
+from rag_worker.storage.engine_template import (
+    HALF_PRECISION,
+    apply_settings,
+    create_data_directory,
+    half_precision_vectors,
+)
 from rag_worker.storage.pg_client import drop_pool, engine_host
 
 log = logging.getLogger("rag_worker.storage.embedded_engine")
@@ -121,6 +126,7 @@ class EmbeddedEngine:
         self.working_dir = working_dir
         self.data_dir = working_dir / ENGINE_DIR
         self._users_fd: int | None = None
+        self._tables_converted = False
         self._info: EngineInfo | None = None
         self._version: str | None = None
         self._starting = anyio.Lock()
@@ -214,6 +220,7 @@ class EmbeddedEngine:
         )
         os.environ.setdefault("POSTGRES_MAX_CONNECTIONS", POOL_SIZE)
         os.environ.setdefault("POSTGRES_HNSW_M", HNSW_M)
+        os.environ.setdefault("POSTGRES_VECTOR_INDEX_TYPE", HALF_PRECISION)
         engine_host(str(info.socket_dir))  # its pool hands connections back without the reset query
         # A killed engine is back within seconds (`watch`): LightRAG's client retries across that
         # instead of failing the documents it is merging, and drops a broken pool quickly.
@@ -245,6 +252,29 @@ class EmbeddedEngine:
                     await self.ensure_running()
                 except RagError as exc:
                     log.error("restarting the embedded engine failed: %s", exc.message)
+
+    async def convert_tables(self) -> None:
+        """The vector tables an earlier version made in full precision converted, once a process (the
+        caller holds `creating_tables`).  LightRAG would convert them itself at its opening, in three
+        statements cut short with the call that opens the knowledge base: at 10,000 documents a
+        call's 60 s may not hold one index build, and every next opening would begin again.  So no
+        cancellation cuts this short.  A failure is logged and left to LightRAG's own conversion."""
+        import asyncpg
+        from lightrag.kg.postgres_impl import ClientManager  # deferred: it imports the asyncpg driver
+
+        if self._tables_converted or self._info is None:
+            return
+        with anyio.CancelScope(shield=True):
+            try:
+                connection = await asyncpg.connect(host=str(self._info.socket_dir), user=USER, database=DATABASE, timeout=5)
+                try:
+                    await half_precision_vectors(connection, ClientManager.get_config())
+                finally:
+                    await connection.close()
+            except (OSError, asyncpg.PostgresError) as exc:
+                log.warning("converting the engine's vector tables failed (%s); LightRAG tries at its opening", exc)
+                return
+        self._tables_converted = True
 
     async def document_count(self, workspace: str) -> int | None:
         """Documents of a closed knowledge base in the engine (one query; None when it does not answer)."""

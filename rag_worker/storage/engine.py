@@ -251,6 +251,8 @@ class EngineRegistry:
         try:
             tables = self.embedded.creating_tables() if storages.embedded else contextlib.nullcontext()
             async with tables:
+                if storages.embedded:
+                    await self.embedded.convert_tables()
                 with quiet_table_probes():
                     rag = await new_lightrag(self._root, workspace, components, read_only=read_only, **storages.as_kwargs())
                     catalog = DocumentCatalog(rag)

@@ -14,6 +14,7 @@ engine."""
 from __future__ import annotations
 
 import hashlib
+import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -125,8 +126,72 @@ async def test_the_engines_tables_but_the_vector_tables_are_vacuumed_at_one_perc
         assert vector_tables <= set(tuned)
         rows = await db.query(
             "SELECT c.relname, a.attstorage::text AS storage FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-            "WHERE a.atttypid = 'vector'::regtype AND c.relkind = 'r' AND c.relname LIKE 'lightrag_%'",
+            "WHERE a.atttypid = 'halfvec'::regtype AND c.relkind = 'r' AND c.relname LIKE 'lightrag_%'",
             multirows=True,
         )
         assert {row["relname"] for row in rows} == vector_tables
         assert {row["storage"] for row in rows} == {VECTOR_STORAGE[0].lower()}  # MAIN, not pgvector's EXTERNAL
+
+
+async def test_vector_tables_an_earlier_version_made_in_full_precision_are_converted_once_even_when_the_opening_is_cancelled(
+        engine_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """The engine's vector tables are half precision (`HALF_PRECISION`).  A table an earlier version
+    made in full precision, with its index, is converted at the next opening in one transaction:
+    its rows and its nearest rows kept, its vectors in the row, under the index name LightRAG looks
+    for (which then builds none); a cancelled opening does not cut it short; an administrator's own
+    `POSTGRES_VECTOR_INDEX_TYPE` is left alone."""
+    import anyio
+    import asyncpg
+    from lightrag.kg.postgres_impl import ClientManager, _safe_index_name
+
+    from rag_worker.storage.embedded_engine import DATABASE, USER, EmbeddedEngine
+    from rag_worker.storage.engine_template import HALF_PRECISION, half_precision_vectors
+
+    monkeypatch.chdir(tmp_path)  # LightRAG reads ./.env
+    workspace, questions = f"c_{uuid.uuid4().hex[:8]}", [vector(f"question {n}") for n in range(5)]
+    rows = {f"ent-{n}": {"content": f"entity {n}", "entity_name": f"E{n}", "source_id": "chunk-1"} for n in range(300)}
+
+    async def nearest() -> list[list[str]]:
+        async with counting_lightrag(tmp_path, workspace, hashed, vector_storage="PGVectorStorage", model_name="conv8") as rag:
+            if not await rag.entities_vdb.get_by_id("ent-0"):
+                await rag.entities_vdb.upsert(rows)
+                await rag.entities_vdb.index_done_callback()
+            return [[row["entity_name"] for row in await rag.entities_vdb.query("", 10, query_embedding=q)] for q in questions]
+
+    async def column_and_indexes(connection: Any) -> tuple[Any, list[str]]:
+        column = await connection.fetchrow(
+            "SELECT format_type(atttypid, atttypmod) AS type, attstorage::text AS storage FROM pg_attribute "
+            "WHERE attrelid = $1::regclass AND attname = 'content_vector'", table)
+        indexes = await connection.fetch("SELECT indexdef FROM pg_indexes WHERE tablename = $1 AND indexdef LIKE '%hnsw%'", table)
+        return column, [row["indexdef"] for row in indexes]
+
+    before = await nearest()
+    table = "lightrag_vdb_entity_conv8_8d"
+    engine = EmbeddedEngine(engine_dir)
+    await engine.ensure_running()
+    connection = await asyncpg.connect(host=os.environ["POSTGRES_HOST"], user=USER, database=DATABASE)
+    try:
+        column, indexes = await column_and_indexes(connection)
+        assert column["type"] == "halfvec(8)" and len(indexes) == 1  # as LightRAG makes it on the engine
+        # The table as an earlier version left it: full precision, its vectors out of line, its index.
+        await connection.execute(f"DROP INDEX {_safe_index_name(table, 'hnsw_halfvec_cosine')}")
+        await connection.execute(f"ALTER TABLE {table} ALTER COLUMN content_vector TYPE vector(8), "
+                                 "ALTER COLUMN content_vector SET STORAGE EXTERNAL")
+        await connection.execute(f"CREATE INDEX {_safe_index_name(table, 'hnsw_cosine')} ON {table} "
+                                 "USING hnsw (content_vector vector_cosine_ops) WITH (m = 8, ef_construction = 64)")
+        assert await half_precision_vectors(connection, {**ClientManager.get_config(), "vector_index_type": "HNSW"}) == []
+
+        with anyio.CancelScope() as opening:
+            opening.cancel()
+            await engine.convert_tables()
+        column, indexes = await column_and_indexes(connection)
+        assert (column["type"], column["storage"]) == ("halfvec(8)", "m")
+        name = _safe_index_name(table, f"{HALF_PRECISION.lower()}_cosine")
+        assert indexes == [f"CREATE INDEX {name} ON public.{table} USING hnsw (content_vector halfvec_cosine_ops) "
+                           "WITH (m='8', ef_construction='64')"]
+        assert await connection.fetchval(f"SELECT count(*) FROM {table} WHERE workspace = $1", workspace) == len(rows)
+        assert await half_precision_vectors(connection, ClientManager.get_config()) == []  # nothing left to convert
+    finally:
+        await connection.close()
+        await engine.release()
+    assert await nearest() == before
