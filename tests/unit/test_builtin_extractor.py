@@ -510,6 +510,24 @@ async def test_description_summary_merges_and_bounds() -> None:
         "Alice is mentioned in the documents."
 
 
+def test_a_merged_description_keeps_its_lead_and_a_sample_that_new_fragments_change_less_and_less() -> None:
+    """A summary merged with one new fragment at a time (LightRAG lists the stored one first):
+    the lead stays, and the text changes 14 times in 200 merges (round-robin changed it at
+    every one: each change is an embedding and a vector index entry); the sample does not
+    depend on the fragments' order."""
+    from rag_worker.embedded.text_sentences import merge_descriptions
+
+    facts = [f"Nimbus fact {i} is stated in report {i}." for i in range(200)]
+    summary, changes = "Nimbus is a scheduler.", 0
+    for fact in facts:
+        merged = merge_descriptions([summary, fact], max_chars=200)
+        assert merged.startswith("Nimbus is a scheduler. ") and len(merged) <= 200
+        changes += merged != summary
+        summary = merged
+    assert changes == 14
+    assert merge_descriptions(["Lead.", *facts[:50]], 400) == merge_descriptions(["Lead.", *reversed(facts[:50])], 400)
+
+
 @pytest.mark.anyio
 async def test_answer_fallback_is_honest() -> None:
     context = '{"reference_id": "1", "content": "The secret launch code is ZEBRA-7741."}'
