@@ -266,11 +266,8 @@ class EmbeddedEngine:
             return
         with anyio.CancelScope(shield=True):
             try:
-                connection = await asyncpg.connect(host=str(self._info.socket_dir), user=USER, database=DATABASE, timeout=5)
-                try:
+                async with self._connection() as connection:
                     await half_precision_vectors(connection, ClientManager.get_config())
-                finally:
-                    await connection.close()
             except (OSError, asyncpg.PostgresError) as exc:
                 log.warning("converting the engine's vector tables failed (%s); LightRAG tries at its opening", exc)
                 return
@@ -283,15 +280,24 @@ class EmbeddedEngine:
         if self._info is None:
             return None
         try:
-            connection = await asyncpg.connect(host=str(self._info.socket_dir), user=USER, database=DATABASE, timeout=5)
-            try:
+            async with self._connection() as connection:
                 count = await connection.fetchval("SELECT count(*) FROM lightrag_doc_status WHERE workspace = $1", workspace)
-            finally:
-                await connection.close()
         except (OSError, asyncpg.PostgresError) as exc:
             log.warning("counting a closed knowledge base's documents in the engine failed: %s", type(exc).__name__)
             return None
         return int(count)
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        """A connection of its own to the running engine (5 s to connect), closed after use."""
+        import asyncpg
+
+        assert self._info is not None, "the engine is not running"
+        connection = await asyncpg.connect(host=str(self._info.socket_dir), user=USER, database=DATABASE, timeout=5)
+        try:
+            yield connection
+        finally:
+            await connection.close()
 
     async def release(self) -> bool:
         """This process stops using the engine; the last user stops it.  True when it was stopped.
