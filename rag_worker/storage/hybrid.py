@@ -2,13 +2,17 @@
 and fused with their searches by reciprocal rank fusion, in every query mode.
 
 * **Kept in step, entry by entry.** Each vector store's writes are mirrored as they happen:
-  `upsert` stages the rows' text, `delete` / `delete_entity` / `delete_entity_relation` remove
-  theirs. Every path that changes the vectors (indexing, deletes and the rebuild of shared
-  entities, graph edits and merges) changes the lexical index the same way, with no rebuild.
-  Staged entries are committed in one transaction when the store commits (`index_done_callback`,
-  once per document) and before any search: LightRAG upserts one entity or relation at a time,
-  and a commit each (an fsync, ~18 ms on the event loop) cost more loop time than the rest of
-  indexing's loop work together (py-spy, scripts/bench_engine.py).
+  `upsert` stages the rows' text, `delete` / `delete_entity` stage their removal,
+  `delete_entity_relation` removes an entity's relations. Every path that changes the vectors
+  (indexing, deletes and the rebuild of shared entities, graph edits and merges) changes the
+  lexical index the same way, with no rebuild. What is staged is committed in one transaction
+  when the store commits (`index_done_callback`, once per document) and before any search:
+  LightRAG upserts one entity or relation at a time, and a commit each (an fsync, ~18 ms on the
+  event loop) cost more loop time than the rest of indexing's loop work together (py-spy,
+  scripts/bench_engine.py).  It deletes a relation's row before each merge of it too: at 5,000
+  documents those deletes, committed one at a time, were 9 % of the event loop's indexing work.
+  An entry removed and not yet committed may still be found by another process's search; its
+  row is gone, and LightRAG leaves it out.
 * **Fused where LightRAG searches.** The chunk search (naive mode and mix's vector half), the
   entity search that seeds local mode and the relation search that seeds global mode each
   return the reciprocal-rank fusion of the vector ranking and the lexical one (Elasticsearch's,
@@ -55,16 +59,18 @@ class LexicalState:
     total: int = 0
     removed: set[tuple[str, str]] = field(default_factory=set)  # deletes seen while building
     staged: dict[tuple[str, str], Entry] = field(default_factory=dict)  # mirrored upserts not yet committed
+    forgotten: set[tuple[Kind, str]] = field(default_factory=set)  # mirrored deletes not yet committed
 
     def stage(self, entries: Sequence[Entry]) -> None:
         """Index `entries` at the next `commit` (a later upsert of the same key replaces them)."""
         self.staged.update(((entry.kind, entry.key), entry) for entry in entries)
 
     def commit(self) -> None:
-        """Write what is staged, in one transaction."""
-        if self.staged:
+        """Write what is staged, the deletes first, in one transaction."""
+        if self.staged or self.forgotten:
             entries, self.staged = list(self.staged.values()), {}
-            _guarded(self.index.add, entries)
+            forgotten, self.forgotten = list(self.forgotten), set()
+            _guarded(self.index.add, entries, forgotten)
 
     def status(self) -> dict[str, Any]:
         """What status and health report: entries, and the build's progress while it runs."""
@@ -74,12 +80,13 @@ class LexicalState:
         return {"state": "ready" if self.index.built() else "incomplete", "entries": self.index.count()}
 
     def forget(self, kind: Kind, keys: Sequence[str]) -> None:
-        """Remove `keys` from the index (and keep a build going on from adding them back)."""
+        """Remove `keys` from the index at the next `commit` (and keep a build going on from
+        adding them back)."""
         if self.building is not None and not self.building.done():
             self.removed.update((kind, key) for key in keys)
         for key in keys:
             self.staged.pop((kind, key), None)
-        _guarded(self.index.remove, kind, list(keys))
+            self.forgotten.add((kind, key))
 
     async def ready(self) -> None:
         """Wait for the one-time build (if any) to finish."""

@@ -82,9 +82,7 @@ class Hit:
 class LexicalIndex(Protocol):
     """What the query path and the mirror need from a full-text engine."""
 
-    def add(self, entries: Sequence[Entry]) -> None: ...
-
-    def remove(self, kind: Kind, keys: Iterable[str]) -> None: ...
+    def add(self, entries: Sequence[Entry], removed: Iterable[tuple[Kind, str]] = ()) -> None: ...
 
     def remove_relations_of(self, entity_name: str) -> None: ...
 
@@ -186,11 +184,15 @@ class Fts5LexicalIndex:
         for statement in [f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}", *_SCHEMA]:
             self._db.execute(statement)
 
-    def add(self, entries: Sequence[Entry]) -> None:
-        """Index `entries`, replacing what was indexed under the same kind and key."""
-        if not entries:
+    def add(self, entries: Sequence[Entry], removed: Iterable[tuple[Kind, str]] = ()) -> None:
+        """Remove the `removed` (kind, key) entries, then index `entries` (replacing what was
+        indexed under the same kind and key), in one transaction."""
+        removed = list(removed)
+        if not entries and not removed:
             return
         with _Transaction(self._db):
+            for kind, key in removed:
+                self._delete(kind, key)
             for entry in entries:
                 self._delete(entry.kind, entry.key)
                 rowid = self._db.execute(
@@ -199,11 +201,6 @@ class Fts5LexicalIndex:
                 ).lastrowid
                 self._db.execute(f"INSERT INTO fts_{entry.kind}(rowid, name, body) VALUES (?, ?, ?)",
                                  (rowid, index_text(entry.name), index_text(entry.text)))
-
-    def remove(self, kind: Kind, keys: Iterable[str]) -> None:
-        with _Transaction(self._db):
-            for key in keys:
-                self._delete(kind, key)
 
     def remove_relations_of(self, entity_name: str) -> None:
         """Remove the relations that have `entity_name` at either end."""

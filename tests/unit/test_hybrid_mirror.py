@@ -5,14 +5,14 @@ reader in another process sees it).  Real LightRAG on the local files, in-proces
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from rag_worker.storage.lexical_index import FILE_NAME, Fts5LexicalIndex
+from rag_worker.storage.lexical_index import FILE_NAME, Entry, Fts5LexicalIndex, Kind
 
 pytestmark = pytest.mark.anyio
 
@@ -68,3 +68,30 @@ async def test_a_deleted_entity_is_not_committed_after_all(rag: Any) -> None:
     await rag.entities_vdb.delete(["ent-qx7"])
     await rag.entities_vdb.index_done_callback()
     assert lexical_hits(rag, "QX-7741") == []
+
+
+async def test_deletes_reach_the_index_file_with_the_next_commit_in_one_write(
+        rag: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LightRAG deletes an entity's or relation's row before it upserts the merged one: the index
+    writes the delete with the store's commit, in the same transaction as the upsert (a commit a
+    delete was 9 % of the event loop's indexing work at 5,000 documents)."""
+    await rag.entities_vdb.upsert(ENTITY)
+    await rag.entities_vdb.index_done_callback()
+    writes: list[int] = []
+    add = rag.lexical.index.add
+
+    def counted(entries: Sequence[Entry], removed: Iterable[tuple[Kind, str]] = ()) -> None:
+        writes.append(len(entries))
+        add(entries, removed)
+
+    monkeypatch.setattr(rag.lexical.index, "add", counted)
+    await rag.entities_vdb.delete(["ent-qx7"])
+    assert lexical_hits(rag, "QX-7741") == ["ent-qx7"] and writes == []  # not written yet
+    merged = {"ent-qx7": {**ENTITY["ent-qx7"], "content": "QX-7741 Relay\nA relay assembled in Narvik."}}
+    await rag.entities_vdb.upsert(merged)
+    await rag.entities_vdb.index_done_callback()
+    assert writes == [1]
+    assert lexical_hits(rag, "Narvik") == ["ent-qx7"] and lexical_hits(rag, "Tromso") == []
+    await rag.entities_vdb.delete(["ent-qx7"])
+    await rag.entities_vdb.index_done_callback()
+    assert lexical_hits(rag, "QX-7741") == [] and writes == [1, 0]

@@ -66,7 +66,7 @@ def test_what_is_common_follows_every_write_to_the_index(index: Fts5LexicalIndex
     assert first(index, "Brenner") == "r3"  # 1 of 5
     index.add([Entry("passage", f"b{n}", "Brenner again") for n in range(2)])
     assert first(index, "Brenner") is None  # 3 of 7: common now
-    index.remove("passage", ["b0", "b1"])
+    index.add([], removed=[("passage", "b0"), ("passage", "b1")])
     assert first(index, "Brenner") == "r3"
     index.add([Entry("passage", f"x{n}", "filler") for n in range(20)])
     index.add([Entry("passage", f"b{n}", "Brenner again") for n in range(2)])
@@ -125,7 +125,7 @@ def found(index: Fts5LexicalIndex, question: str) -> set[str]:
 
 
 def test_removed_entries_are_no_longer_found(index: Fts5LexicalIndex) -> None:
-    index.remove("passage", ["r1"])
+    index.add([], removed=[("passage", "r1")])
     assert "r1" not in found(index, "Which report lists part PX-4471-KQ from aspammer@website.com?")
     assert index.count() == len(REPORTS) - 1
 
