@@ -30,7 +30,12 @@ from config.bindings import (
 )
 from config.settings import ConfigError, Settings
 from rag_worker.embedded.embedding_lanes import EmbeddingLanes, make_embedding_func
-from rag_worker.embedded.extractor import BUILTIN_LIGHTRAG_KWARGS, BUILTIN_LLM_NAME, builtin_llm_model_func
+from rag_worker.embedded.extractor import (
+    BUILTIN_LIGHTRAG_KWARGS,
+    BUILTIN_LLM_NAME,
+    adapt_lightrag,
+    builtin_llm_model_func,
+)
 from rag_worker.embedded.models import EMBEDDING_DIM, MODEL_NAME, OnnxSentenceEmbedder, default_threads
 from rag_worker.embedded.offline_tokenizer import make_offline_tokenizer
 from rag_worker.query_cache import remembering_queries
@@ -57,8 +62,9 @@ async def build_components(settings: Settings, limiter: anyio.CapacityLimiter) -
     Returns ``embedding_func``, ``tokenizer``, ``llm_model_func``, ``llm_name``,
     ``embedding_name``, ``llm_configured``, ``embedding_model_id`` (binding:model:dim,
     keeps vectors of different models apart), ``describe`` (binding/model/host, no key)
-    and ``lightrag_kwargs`` (extra ``LightRAG(...)`` arguments: the LLM identity that
-    partitions LightRAG's LLM cache). Raises ConfigError for unusable settings.
+    ``lightrag_kwargs`` (extra ``LightRAG(...)`` arguments: the LLM identity that
+    partitions LightRAG's LLM cache) and, for the built-in extractor, ``adapt_lightrag`` (applied
+    to each LightRAG object once built). Raises ConfigError for unusable settings.
     """
     config = resolve_bindings(settings)
     # Also seeds tiktoken's cache, which LightRAG's openai_embed uses to truncate texts.
@@ -92,7 +98,7 @@ def build_llm(binding: LLMBinding | None) -> dict[str, Any]:
     """``llm_model_func`` and what goes with it, for `binding` (None: the built-in extractor)."""
     if binding is None:
         return {"llm_model_func": builtin_llm_model_func, "llm_name": BUILTIN_LLM_NAME, "llm_configured": False,
-                "lightrag_kwargs": dict(BUILTIN_LIGHTRAG_KWARGS)}
+                "lightrag_kwargs": dict(BUILTIN_LIGHTRAG_KWARGS), "adapt_lightrag": adapt_lightrag}
     require_client_package(binding.binding, "LLM_BINDING")
     factory = _ollama_llm if binding.binding == "ollama" else _openai_llm
     identity = {"binding": binding.binding, "model": binding.model, "host": public_host(binding.host)}

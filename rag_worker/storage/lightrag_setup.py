@@ -149,6 +149,8 @@ async def new_lightrag(
         enable_llm_cache_for_entity_extract=True,  # delete/rebuild relies on it
         **{**lightrag_kwargs(components), **overrides},
     )
+    if adapt := components.get("adapt_lightrag"):
+        adapt(rag)  # the built-in extractor's summaries (extractor.adapt_lightrag)
     await rag.initialize_storages()
     await keep_chunk_lists_in_rows(rag, read_only=read_only)  # an entity's chunk ids appended to, not rewritten
     await keep_node_degrees(rag, read_only=read_only)  # relation counts kept by triggers, not counted per question

@@ -14,7 +14,7 @@ import pytest
 
 from config.storages import ENGINE_STORAGES
 from rag_worker.storage.relation_keywords import MAX_RELATION_KEYWORDS, bounded_keywords
-from tests.engine_rows import lightrag_on
+from tests.engine_rows import engine_rows, lightrag_on
 
 pytestmark = pytest.mark.anyio
 
@@ -99,3 +99,20 @@ async def test_merges_and_a_deletes_rebuild_keep_the_sample_and_an_edit_keeps_wh
     await rag.aedit_relation(SOURCE, TARGET, {"keywords": chosen})
     edited, text = await relation(rag)
     assert edited == chosen and chosen in text  # LightRAG's edit lays its text out its own way
+
+
+async def test_a_description_merged_again_keeps_its_text_and_no_summary_is_cached(rag: Any, tmp_path: Path) -> None:
+    """The built-in summarises from the second fragment (`extractor.adapt_lightrag`): a relation
+    merged once a document keeps its lead, and its text changes only when a new sentence ranks
+    into the sample, never to "summary<SEP>newest" and back (LightRAG's join of two fragments,
+    which changed it at every merge).  Summaries are not cached; extractions are."""
+    texts = documents()
+    descriptions = []
+    for number, text in enumerate(texts[:14]):
+        await rag.ainsert(text, ids=f"doc-{number:02d}", file_paths=f"{number}.md")
+        descriptions.append((await rag.chunk_entity_relation_graph.get_edge(SOURCE, TARGET))["description"])
+    assert all("<SEP>" not in description and description.startswith(texts[0]) for description in descriptions)
+    changes = sum(before != after for before, after in zip(descriptions[2:], descriptions[3:], strict=False))
+    assert changes <= 4, descriptions  # 11 merges into a full sample
+    cached = engine_rows(tmp_path / "data", "lightrag_llm_cache", rag.workspace)
+    assert cached and {row["cache_type"] for row in cached.values()} == {"extract"}
