@@ -61,7 +61,7 @@ BUILTIN_LIGHTRAG_KWARGS: dict[str, Any] = {
 #: Fragments from which a merged description gets our summary rather than LightRAG's join with
 #: <SEP>.  At LightRAG's least (3), a description merged again flipped at every merge between our
 #: summary ([summary, fragment, new] -> summary) and [summary, new] joined ("summary<SEP>new"): in
-#: a batch of 100 documents at 5,000, 1,449 of the 1,622 relations whose text changed had a new
+#: a batch of 100 documents at 5,400, 1,449 of the 1,622 relations whose text changed had a new
 #: description, each embedded again and leaving a dead row in the vector index.  Set on the built
 #: object: LightRAG's constructor warns below 3, where with a paid LLM every merge is a call.
 BUILTIN_SUMMARY_FROM = 2
